@@ -1,0 +1,105 @@
+// Benchmarks (not tests): `npm run bench -- <http|db|all> [--seconds N] [--runs N]`.
+// Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { openDb } from '../src/storage/open.ts';
+import type { Db } from '../src/storage/db.ts';
+import { silentLogger } from '../src/logging/logger.ts';
+import { startOrchNode } from '../test/support/node-process.ts';
+import { createTestDatabase } from '../test/support/pg.ts';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : Number.NaN;
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+}
+
+const SECONDS = arg('seconds', 10);
+const RUNS = arg('runs', 3);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
+}
+
+function report(name: string, samples: number[], unit: string): void {
+  const line = `${name.padEnd(52)} median ${Math.round(median(samples)).toString().padStart(7)} ${unit}   runs: ${samples.map((x) => Math.round(x)).join(', ')}`;
+  process.stdout.write(`${line}\n`);
+}
+
+async function loadHttp(url: string, headers: Record<string, string>): Promise<number> {
+  const result = await autocannon({ url, connections: 50, pipelining: 1, duration: SECONDS, headers });
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return result.requests.average;
+}
+
+async function benchHttp(): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-'));
+  // The node runs in its own process, so the load generator and the server each have a core.
+  const node = await startOrchNode({ ORCH_DATA_DIR: dir, ORCH_LOG_LEVEL: 'warn', DATABASE_URL: undefined, REDIS_URL: undefined });
+  try {
+    await loadHttp(`${node.banner.http}/health`, {}); // warm-up
+    const health: number[] = [];
+    for (let i = 0; i < RUNS; i++) health.push(await loadHttp(`${node.banner.http}/health`, {}));
+    report('HTTP GET /health (50 connections)', health, 'req/s');
+    const auth = { authorization: `Bearer ${node.banner.dev_token ?? ''}` };
+    const whoami: number[] = [];
+    for (let i = 0; i < RUNS; i++) whoami.push(await loadHttp(`${node.banner.http}/v1/whoami`, auth));
+    report('HTTP GET /v1/whoami, RS256 JWT verified per request', whoami, 'req/s');
+  } finally {
+    await node.kill('SIGTERM');
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Durable single-row writes: each INSERT is its own committed transaction, `workers` at a time. */
+async function writeRate(db: Db, workers: number): Promise<number> {
+  await db.query('CREATE TABLE IF NOT EXISTS bench_writes (id UUID PRIMARY KEY, payload JSONB NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT now())');
+  const deadline = Date.now() + SECONDS * 1000;
+  let count = 0;
+  const started = Date.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (Date.now() < deadline) {
+        await db.tx(async (tx) => {
+          await tx.query('INSERT INTO bench_writes (id, payload) VALUES ($1, $2)', [crypto.randomUUID(), JSON.stringify({ n: count })]);
+        });
+        count++;
+      }
+    }),
+  );
+  return count / ((Date.now() - started) / 1000);
+}
+
+async function benchDb(): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-db-'));
+  const pglite = await openDb({ dataDir: dir }, silentLogger());
+  try {
+    const samples: number[] = [];
+    for (let i = 0; i < RUNS; i++) samples.push(await writeRate(pglite, 1));
+    report('Db.tx single-row INSERT, PGlite (file), 1 writer', samples, 'writes/s');
+  } finally {
+    await pglite.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+  const database = await createTestDatabase();
+  const pg = await openDb({ url: database.url, dataDir: os.tmpdir() }, silentLogger());
+  try {
+    for (const workers of [1, 8]) {
+      const samples: number[] = [];
+      for (let i = 0; i < RUNS; i++) samples.push(await writeRate(pg, workers));
+      report(`Db.tx single-row INSERT, PostgreSQL, ${workers} writer(s)`, samples, 'writes/s');
+    }
+  } finally {
+    await pg.close();
+    await database.drop();
+  }
+}
+
+const what = process.argv[2] ?? 'all';
+process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, node ${process.version}, ${os.cpus().length} cpus\n`);
+if (what === 'http' || what === 'all') await benchHttp();
+if (what === 'db' || what === 'all') await benchDb();

@@ -1,0 +1,152 @@
+// NodePeerActor: one per cluster member, on the node that owns the member's row. For the node's own row it
+// heartbeats (count, time, load); for a remote peer it watches the heartbeat deadline and marks the peer
+// UNHEALTHY when heartbeats stop. Everything it knows is in cluster_nodes, so a restart resumes from the row.
+import os from 'node:os';
+import { isOrchError, Errors } from '../../errors/catalog.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { EventBus } from '../../bus/bus.ts';
+import type { Db } from '../../storage/db.ts';
+import { appendEvent } from '../../storage/event-log.ts';
+import type { ActorHandle, ActorKind, ActorMessage, Behaviour } from '../kind.ts';
+import * as repo from './repo.ts';
+
+export const NODE_PEER_KIND = 'node-peer';
+
+export interface NodePeerSettings {
+  db: Db;
+  bus: EventBus;
+  /** This node's id: owner of the rows it claims. */
+  selfId: string;
+  heartbeatMs: number;
+  /** Missed heartbeats after which a remote peer is UNHEALTHY. */
+  missedHeartbeats: number;
+  /** Reports the work this node carries, written with each heartbeat. */
+  load?: () => Record<string, unknown>;
+  logger: Logger;
+}
+
+export type NodePeerMessage = ActorMessage & ({ type: 'tick' } | { type: 'status'; reply: (row: repo.NodeRow | null) => void });
+
+/** The stream each node's lifecycle events are recorded and announced on. */
+export function nodeStream(nodeId: string): string {
+  return `node:${nodeId}`;
+}
+
+export function defaultLoad(): Record<string, unknown> {
+  const [one] = os.loadavg();
+  return { cpu_load_1m: one ?? 0, memory_utilization_percent: Math.round((1 - os.freemem() / os.totalmem()) * 100) };
+}
+
+class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
+  private fence: repo.Fence | undefined;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly s: NodePeerSettings,
+    private readonly actor: ActorHandle<NodePeerMessage>,
+  ) {
+    this.log = s.logger.child({ actor: NODE_PEER_KIND, node: actor.key });
+  }
+
+  private get isSelf(): boolean {
+    return this.actor.key === this.s.selfId;
+  }
+
+  private get leaseTtlMs(): number {
+    return this.s.heartbeatMs * (this.s.missedHeartbeats + 1);
+  }
+
+  async recover(): Promise<void> {
+    const nodeId = this.actor.key;
+    const claimed = await this.s.db.tx(async (tx) => {
+      const row = await repo.claimNode(tx, nodeId, this.s.selfId, this.leaseTtlMs);
+      if (!row) return null;
+      const event = await appendEvent(tx, nodeStream(nodeId), 'recovered', {
+        node_id: nodeId,
+        owner: this.s.selfId,
+        epoch: row.epoch,
+        status: row.status,
+        heartbeat_count: row.heartbeat_count,
+      });
+      return { row, event };
+    });
+    if (!claimed) {
+      this.log.info('row is claimed by another live node; not running it here');
+      this.actor.stop();
+      return;
+    }
+    this.fence = { nodeId, owner: this.s.selfId, epoch: claimed.row.epoch };
+    await this.s.bus.publish(claimed.event);
+    this.log.info({ epoch: claimed.row.epoch, status: claimed.row.status }, 'node peer recovered');
+    this.actor.schedule(0, { type: 'tick' });
+  }
+
+  async handle(msg: NodePeerMessage): Promise<void> {
+    switch (msg.type) {
+      case 'tick':
+        await this.tick();
+        return;
+      case 'status':
+        msg.reply(await repo.getNode(this.s.db, this.actor.key));
+        return;
+    }
+  }
+
+  private async tick(): Promise<void> {
+    const fence = this.fence;
+    if (!fence) return;
+    try {
+      if (this.isSelf) {
+        await repo.heartbeatSelf(this.s.db, fence, this.leaseTtlMs, (this.s.load ?? defaultLoad)());
+      } else {
+        const overdueMs = this.s.heartbeatMs * this.s.missedHeartbeats;
+        const event = await this.s.db.tx(async (tx) => {
+          await repo.renewClaim(tx, fence, this.leaseTtlMs);
+          if (!(await repo.markUnhealthyIfOverdue(tx, fence, overdueMs))) return null;
+          return appendEvent(tx, nodeStream(fence.nodeId), 'status_changed', { node_id: fence.nodeId, status: 'UNHEALTHY' });
+        });
+        if (event) {
+          this.log.warn('peer missed its heartbeats; UNHEALTHY');
+          await this.s.bus.publish(event);
+        }
+      }
+    } catch (err) {
+      if (isOrchError(err) && err.spec === Errors.LEASE_LOST) {
+        this.log.warn('lease lost; stopping this actor');
+        this.fence = undefined;
+        this.actor.stop();
+        return;
+      }
+      throw err;
+    }
+    this.actor.schedule(this.s.heartbeatMs, { type: 'tick' });
+  }
+
+  async shutdown(): Promise<void> {
+    const fence = this.fence;
+    if (!fence) return;
+    this.fence = undefined;
+    const event = await this.s.db.tx(async (tx) => {
+      if (this.isSelf) await repo.setStatus(tx, fence, 'DEREGISTERED');
+      await repo.releaseClaim(tx, fence);
+      return this.isSelf ? appendEvent(tx, nodeStream(fence.nodeId), 'deregistered', { node_id: fence.nodeId }) : null;
+    });
+    if (event) await this.s.bus.publish(event);
+  }
+}
+
+export function nodePeerKind(settings: NodePeerSettings): ActorKind<NodePeerMessage> {
+  return {
+    name: NODE_PEER_KIND,
+    recoverableKeys: () => repo.recoverableNodeIds(settings.db, settings.selfId),
+    create: (handle) => new NodePeerBehaviour(settings, handle),
+    giveUp: async (key, reason) => {
+      // A peer whose actor keeps crashing cannot be watched: say so on its row rather than leave it ACTIVE.
+      await settings.db.query(
+        `UPDATE cluster_nodes SET status = 'UNHEALTHY', updated_at = now() WHERE node_id = $1 AND status <> 'DEREGISTERED'`,
+        [key],
+      );
+      settings.logger.error({ node: key, reason }, 'node peer actor gave up');
+    },
+  };
+}

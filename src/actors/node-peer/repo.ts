@@ -1,0 +1,142 @@
+// SQL for cluster_nodes, the row each NodePeerActor keeps. Every write after the claim is fenced by
+// (owner_node, epoch): a node whose claim was taken over changes nothing and gets LEASE_LOST.
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import type { Queryable } from '../../storage/db.ts';
+
+export type PeerStatus = 'ACTIVE' | 'DRAINING' | 'UNHEALTHY' | 'DEREGISTERED';
+
+export interface NodeRow {
+  node_id: string;
+  role: string;
+  status: PeerStatus;
+  grpc_address: string | null;
+  tags: string[] | null;
+  capabilities: Record<string, unknown> | null;
+  registered_at: Date | null;
+  last_heartbeat_at: Date | null;
+  heartbeat_count: number;
+  load: Record<string, unknown> | null;
+  owner_node: string | null;
+  lease_expires_at: Date | null;
+  epoch: number;
+}
+
+export interface Fence {
+  nodeId: string;
+  owner: string;
+  epoch: number;
+}
+
+const COLUMNS = `node_id, role, status, grpc_address, tags, capabilities, registered_at, last_heartbeat_at,
+  heartbeat_count, load, owner_node, lease_expires_at, epoch`;
+
+/** Writes this node's own row: new, or back from DEREGISTERED; an existing live row keeps its status. */
+export async function upsertSelf(
+  db: Queryable,
+  self: { nodeId: string; role: string; grpcAddress: string | null; tags: string[] },
+): Promise<{ created: boolean }> {
+  const res = await db.query<{ created: boolean }>(
+    `INSERT INTO cluster_nodes (node_id, role, status, grpc_address, tags, registered_at, last_heartbeat_at,
+       heartbeat_count, epoch, updated_at)
+     VALUES ($1, $2, 'ACTIVE', $3, $4, now(), now(), 0, 0, now())
+     ON CONFLICT (node_id) DO UPDATE SET
+       role = excluded.role, grpc_address = excluded.grpc_address, tags = excluded.tags,
+       status = CASE WHEN cluster_nodes.status = 'DEREGISTERED' THEN 'ACTIVE' ELSE cluster_nodes.status END,
+       registered_at = CASE WHEN cluster_nodes.status = 'DEREGISTERED' THEN now() ELSE cluster_nodes.registered_at END,
+       updated_at = now()
+     RETURNING (heartbeat_count = 0 AND epoch = 0) AS created`,
+    [self.nodeId, self.role, self.grpcAddress, JSON.stringify(self.tags)],
+  );
+  return { created: res.rows[0]?.created === true };
+}
+
+/** Non-terminal rows that `owner` may run actors for: unowned, already its own, or with an expired claim. */
+export async function recoverableNodeIds(db: Queryable, owner: string): Promise<string[]> {
+  const res = await db.query<{ node_id: string }>(
+    `SELECT node_id FROM cluster_nodes
+     WHERE status <> 'DEREGISTERED' AND (owner_node IS NULL OR owner_node = $1 OR lease_expires_at < now())
+     ORDER BY node_id`,
+    [owner],
+  );
+  return res.rows.map((r) => r.node_id);
+}
+
+/** Takes the row for `owner` with a new epoch, or answers null when another live owner holds it. */
+export async function claimNode(db: Queryable, nodeId: string, owner: string, ttlMs: number): Promise<NodeRow | null> {
+  const res = await db.query<NodeRow>(
+    `UPDATE cluster_nodes
+     SET owner_node = $2, epoch = epoch + 1, lease_expires_at = now() + ($3::INT * INTERVAL '1 millisecond'),
+         updated_at = now()
+     WHERE node_id = $1 AND status <> 'DEREGISTERED'
+       AND (owner_node IS NULL OR owner_node = $2 OR lease_expires_at < now())
+     RETURNING ${COLUMNS}`,
+    [nodeId, owner, Math.round(ttlMs)],
+  );
+  return res.rows[0] ?? null;
+}
+
+function lost(fence: Fence): OrchError {
+  return new OrchError(Errors.LEASE_LOST, `lease on node ${fence.nodeId} lost (epoch ${fence.epoch})`);
+}
+
+async function fencedReturning(db: Queryable, fence: Fence, set: string, params: unknown[]): Promise<NodeRow> {
+  const res = await db.query<NodeRow>(
+    `UPDATE cluster_nodes SET ${set}, updated_at = now()
+     WHERE node_id = $1 AND owner_node = $2 AND epoch = $3
+     RETURNING ${COLUMNS}`,
+    [fence.nodeId, fence.owner, fence.epoch, ...params],
+  );
+  const row = res.rows[0];
+  if (!row) throw lost(fence);
+  return row;
+}
+
+/** This node's own heartbeat: count, time, load, and a longer claim. */
+export function heartbeatSelf(db: Queryable, fence: Fence, ttlMs: number, load: Record<string, unknown>): Promise<NodeRow> {
+  return fencedReturning(
+    db,
+    fence,
+    `heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(), load = $5,
+     lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')`,
+    [Math.round(ttlMs), JSON.stringify(load)],
+  );
+}
+
+/** Extends the claim on a remote peer's row, which the controller owns while it watches the peer. */
+export function renewClaim(db: Queryable, fence: Fence, ttlMs: number): Promise<NodeRow> {
+  return fencedReturning(db, fence, `lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')`, [
+    Math.round(ttlMs),
+  ]);
+}
+
+/** Marks the peer UNHEALTHY when its last heartbeat is older than `overdueMs`; answers whether it changed. */
+export async function markUnhealthyIfOverdue(db: Queryable, fence: Fence, overdueMs: number): Promise<boolean> {
+  const res = await db.query(
+    `UPDATE cluster_nodes SET status = 'UNHEALTHY', updated_at = now()
+     WHERE node_id = $1 AND owner_node = $2 AND epoch = $3 AND status = 'ACTIVE'
+       AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($4::INT * INTERVAL '1 millisecond'))`,
+    [fence.nodeId, fence.owner, fence.epoch, Math.round(overdueMs)],
+  );
+  return res.rowCount > 0;
+}
+
+export function setStatus(db: Queryable, fence: Fence, status: PeerStatus): Promise<NodeRow> {
+  return fencedReturning(db, fence, `status = $4`, [status]);
+}
+
+/** Gives the row up (graceful stop) so another controller can claim it at once. */
+export async function releaseClaim(db: Queryable, fence: Fence): Promise<void> {
+  await fencedReturning(db, fence, `owner_node = NULL, lease_expires_at = NULL`, []);
+}
+
+export async function getNode(db: Queryable, nodeId: string): Promise<NodeRow | null> {
+  const res = await db.query<NodeRow>(`SELECT ${COLUMNS} FROM cluster_nodes WHERE node_id = $1`, [nodeId]);
+  return res.rows[0] ?? null;
+}
+
+export async function listNodes(db: Queryable, status?: PeerStatus): Promise<NodeRow[]> {
+  const res = status
+    ? await db.query<NodeRow>(`SELECT ${COLUMNS} FROM cluster_nodes WHERE status = $1 ORDER BY node_id`, [status])
+    : await db.query<NodeRow>(`SELECT ${COLUMNS} FROM cluster_nodes ORDER BY node_id`);
+  return res.rows;
+}

@@ -1,0 +1,113 @@
+// The Redis bus: fan-out between nodes over pub/sub. One connection publishes; one, in subscriber mode, carries
+// every channel this bus listens to (a connection in subscriber mode can do nothing else). Redis pub/sub is
+// fire-and-forget: messages sent while a subscriber is disconnected are lost, which OrderedDelivery repairs from
+// history when the next event shows the gap.
+import { Redis } from 'ioredis';
+import { Errors, OrchError } from '../errors/catalog.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { BusEvent, EventBus, SubscribeOptions, Subscription } from './bus.ts';
+import { OrderedDelivery } from './ordered-delivery.ts';
+
+export const DEFAULT_CHANNEL_PREFIX = 'orch:events:';
+
+export interface RedisBusOptions {
+  /** Prepended to the stream name to make the channel name. Default `orch:events:`. */
+  channelPrefix?: string;
+  logger?: Logger;
+}
+
+interface Channel {
+  deliveries: Set<OrderedDelivery>;
+  /** Resolves once Redis has confirmed the SUBSCRIBE; history must not be read before that. */
+  ready: Promise<unknown>;
+}
+
+export class RedisBus implements EventBus {
+  readonly kind = 'redis' as const;
+  private readonly channels = new Map<string, Channel>();
+  private readonly prefix: string;
+
+  private constructor(
+    private readonly pub: Redis,
+    private readonly sub: Redis,
+    private readonly logger: Logger | undefined,
+    prefix: string,
+  ) {
+    this.prefix = prefix;
+    sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+  }
+
+  /** Connects both connections; fails with UNAVAILABLE when Redis does not answer. */
+  static async open(url: string, options: RedisBusOptions = {}): Promise<RedisBus> {
+    const log = options.logger;
+    const make = (role: string): Redis => {
+      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3 });
+      // Without a listener ioredis prints connection errors itself; they belong in our log.
+      r.on('error', (err: Error) => log?.warn({ err, role }, 'redis connection error'));
+      return r;
+    };
+    const pub = make('publisher');
+    const sub = make('subscriber');
+    try {
+      await Promise.all([pub.connect(), sub.connect()]);
+    } catch (err) {
+      pub.disconnect();
+      sub.disconnect();
+      throw new OrchError(Errors.UNAVAILABLE, `cannot connect to Redis: ${(err as Error).message}`, { cause: err });
+    }
+    return new RedisBus(pub, sub, log, options.channelPrefix ?? DEFAULT_CHANNEL_PREFIX);
+  }
+
+  async publish(event: BusEvent): Promise<void> {
+    await this.pub.publish(this.prefix + event.stream, JSON.stringify(event));
+  }
+
+  async subscribe(stream: string, onEvent: (event: BusEvent) => void, options: SubscribeOptions = {}): Promise<Subscription> {
+    const name = this.prefix + stream;
+    const delivery = new OrderedDelivery(stream, onEvent, { ...options, logger: this.logger });
+    let channel = this.channels.get(name);
+    if (!channel) {
+      channel = { deliveries: new Set(), ready: this.sub.subscribe(name) };
+      this.channels.set(name, channel);
+    }
+    channel.deliveries.add(delivery);
+    const close = async (): Promise<void> => {
+      delivery.close();
+      const current = this.channels.get(name);
+      if (!current?.deliveries.delete(delivery) || current.deliveries.size > 0) return;
+      this.channels.delete(name);
+      await this.sub.unsubscribe(name).catch((err: unknown) => this.logger?.warn({ err, name }, 'unsubscribe failed'));
+    };
+    try {
+      await channel.ready;
+      await delivery.start();
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    return { close };
+  }
+
+  private onMessage(channel: string, message: string): void {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    let event: BusEvent;
+    try {
+      event = JSON.parse(message) as BusEvent;
+    } catch (err) {
+      this.logger?.warn({ err, channel }, 'dropping a message that is not JSON');
+      return;
+    }
+    if (typeof event?.seq !== 'number' || typeof event.stream !== 'string') {
+      this.logger?.warn({ channel }, 'dropping a message that is not a BusEvent');
+      return;
+    }
+    for (const delivery of entry.deliveries) delivery.push(event);
+  }
+
+  async close(): Promise<void> {
+    for (const channel of this.channels.values()) for (const d of channel.deliveries) d.close();
+    this.channels.clear();
+    await Promise.all([this.pub.quit().catch(() => undefined), this.sub.quit().catch(() => undefined)]);
+  }
+}

@@ -1,0 +1,140 @@
+// The `orch` command. This is the edge: the only place that reads process.env and argv and decides exit codes.
+import { Command, Option } from 'commander';
+import { loadNodeConfig } from '../config/load.ts';
+import { ConfigError } from '../config/errors.ts';
+import type { NodeConfig, NodeRoleName } from '../config/types.ts';
+import { ensureDevIdentity } from '../auth/dev-identity.ts';
+import { createLogger } from '../logging/logger.ts';
+import { startNode } from '../node/node.ts';
+import { ApiClient } from './client.ts';
+import { CliError, printJson, printTable } from './output.ts';
+
+interface GlobalOpts {
+  json?: boolean;
+  url?: string;
+  token?: string;
+}
+
+function loadConfig(file: string | undefined, role?: string): NodeConfig {
+  return loadNodeConfig({
+    file: file ?? process.env.ORCH_CONFIG,
+    env: process.env,
+    overrides: role ? { role: role as NodeRoleName } : {},
+  });
+}
+
+const program = new Command();
+program
+  .name('orch')
+  .description('orch: run LLM agents and durable workflows, safely, on one laptop or many nodes')
+  .option('--json', 'print JSON for scripts instead of tables')
+  .option('--url <url>', 'orch HTTP address (default ORCH_URL or http://127.0.0.1:8080)')
+  .option('--token <token>', 'bearer token (default ORCH_TOKEN)')
+  .showHelpAfterError();
+
+program
+  .command('up')
+  .description('start a node (hybrid by default: controller and worker in one process)')
+  .option('-c, --config <file>', 'NodeConfig YAML file (default ORCH_CONFIG; none: built-in defaults)')
+  .addOption(new Option('--role <role>', 'node role').choices(['hybrid', 'controller', 'worker']))
+  .action(async (opts: { config?: string; role?: string }) => {
+    const g = program.opts<GlobalOpts>();
+    const config = loadConfig(opts.config, opts.role);
+    const logger = createLogger({ level: config.log.level, destination: 2 });
+    const node = await startNode(config, logger);
+    const banner: Record<string, unknown> = { status: 'started', node_id: config.node.id, role: config.node.role, ...node.addresses, database: node.db.kind, bus: node.bus.kind };
+    if (!config.auth) {
+      const dev = await ensureDevIdentity(config.dataDir);
+      banner.dev_token = await dev.sign({ role: 'operator', serviceAccount: true });
+    }
+    if (g.json) {
+      process.stdout.write(`${JSON.stringify(banner)}\n`);
+    } else {
+      const lines = [
+        `orch node ${config.node.id} (${config.node.role}) is up`,
+        `  HTTP          ${node.addresses.http}`,
+        `  runtime gRPC  ${node.addresses.grpc}`,
+        ...(node.addresses.cluster ? [`  cluster gRPC  ${node.addresses.cluster}`] : []),
+        `  database      ${node.db.kind}${node.db.kind === 'pglite' ? ` (${config.dataDir}/pglite)` : ''}`,
+        `  event bus     ${node.bus.kind}`,
+      ];
+      if (banner.dev_token) {
+        lines.push(
+          '',
+          'Dev identity (operator service account, 12 h):',
+          `  export ORCH_TOKEN=${String(banner.dev_token)}`,
+          '',
+          'Try:',
+          `  curl -s ${node.addresses.http}/health`,
+          `  curl -s -H "Authorization: Bearer $ORCH_TOKEN" ${node.addresses.http}/v1/cluster/nodes`,
+          `  npx orch node ls --url ${node.addresses.http}`,
+        );
+      }
+      process.stdout.write(`${lines.join('\n')}\n`);
+    }
+    const stop = (signal: string): void => {
+      logger.info({ signal }, 'signal received; shutting down gracefully');
+      node.stop().then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+
+program
+  .command('token')
+  .description('sign a bearer token with the dev identity of the data dir (dev identity mode only)')
+  .option('-c, --config <file>', 'NodeConfig YAML file (for the data dir)')
+  .option('--tenant <slug>', 'tenant the token belongs to')
+  .addOption(new Option('--role <role>', 'role').choices(['operator', 'tenant-admin', 'user']).default('user'))
+  .option('--service-account', 'a service account token (may delegate with X-Tenant-Id)')
+  .option('--ttl <seconds>', 'lifetime in seconds', (v) => Number.parseInt(v, 10))
+  .action(async (opts: { config?: string; tenant?: string; role: 'operator' | 'tenant-admin' | 'user'; serviceAccount?: boolean; ttl?: number }) => {
+    const config = loadConfig(opts.config);
+    if (config.auth) throw new CliError('orch token works in dev identity mode only; this config names an identity provider (spec.auth)');
+    if (opts.ttl !== undefined && !(opts.ttl > 0)) throw new CliError('--ttl must be a positive number of seconds');
+    const dev = await ensureDevIdentity(config.dataDir);
+    const token = await dev.sign({
+      ...(opts.tenant ? { tenant: opts.tenant } : {}),
+      role: opts.role,
+      serviceAccount: opts.serviceAccount === true,
+      ...(opts.ttl ? { ttlSeconds: opts.ttl } : {}),
+    });
+    if (program.opts<GlobalOpts>().json) printJson({ token });
+    else process.stdout.write(`${token}\n`);
+  });
+
+const node = program.command('node').description('cluster members');
+node
+  .command('ls')
+  .description('list cluster nodes with role, status, load and last heartbeat')
+  .option('--status <status>', 'only nodes with this status (ACTIVE, DRAINING, UNHEALTHY, DEREGISTERED)')
+  .action(async (opts: { status?: string }) => {
+    const g = program.opts<GlobalOpts>();
+    const client = new ApiClient(g, process.env);
+    const q = opts.status ? `?status=${encodeURIComponent(opts.status)}` : '';
+    const res = await client.request<{ nodes: Record<string, unknown>[] }>('GET', `/v1/cluster/nodes${q}`);
+    if (g.json) printJson(res);
+    else printTable(res.nodes, ['node_id', 'role', 'status', 'grpc_address', 'load', 'last_heartbeat_at']);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`orch: ${err.message}\n`);
+    process.exit(2);
+  }
+  if (err instanceof CliError) {
+    process.stderr.write(`orch: ${err.message}\n`);
+    process.exit(err.exitCode);
+  }
+  const e = err as Error;
+  process.stderr.write(`orch: ${e.message ?? String(err)}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,84 @@
+// Validated file (or nothing) → complete NodeConfig. Every default of docs/CONFIG.md is here, and they are the
+// `npm start` defaults: with no file at all this returns the zero-install hybrid node.
+import path from 'node:path';
+import type { NodeConfigFile } from './schema.ts';
+import type { NodeConfig } from './types.ts';
+
+export const DEFAULTS = {
+  role: 'hybrid',
+  httpBind: '127.0.0.1',
+  httpPort: 8080,
+  grpcPort: 50051,
+  clusterGrpcPort: 50056,
+  heartbeatIntervalSeconds: 30,
+  missedHeartbeats: 3,
+  /** Agent bootstrap containers call Generate on the internal network without a user token (seed 000). */
+  grpcAuthExempt: ['/orch.v1.InnerLoop/Generate'],
+  isolation: 'process',
+  dataDir: './.orch/data',
+  logLevel: 'info',
+  classificationThreshold: 0.7,
+} as const;
+
+/** `node-<hostname>`, lower-cased and reduced to the node-id alphabet. */
+export function defaultNodeId(hostname: string): string {
+  const host = hostname.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '');
+  return `node-${host || 'local'}`.slice(0, 63);
+}
+
+export interface DefaultsContext {
+  hostname: string;
+  /** Relative paths written in the file (data_dir, auth.jwks_file) are resolved against the file's directory. */
+  baseDir: string;
+  /** The default data dir (not written in any file) is relative to the working directory, like `npm start`'s. */
+  cwd: string;
+}
+
+export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsContext): NodeConfig {
+  const s = file?.spec ?? {};
+  const nodeId = s.node?.id ?? defaultNodeId(ctx.hostname);
+  const config: NodeConfig = {
+    name: file?.metadata?.name ?? nodeId,
+    node: {
+      id: nodeId,
+      role: s.node?.role ?? DEFAULTS.role,
+      tags: s.node?.tags ?? [],
+      ...(s.node?.grpc_address ? { grpc_address: s.node.grpc_address } : {}),
+    },
+    http: { bind: s.http?.bind ?? DEFAULTS.httpBind, port: s.http?.port ?? DEFAULTS.httpPort },
+    grpc: { port: s.grpc?.port ?? DEFAULTS.grpcPort },
+    grpc_auth: {
+      enabled: s.grpc_auth?.enabled ?? true,
+      exempt_methods: s.grpc_auth?.exempt_methods ?? [...DEFAULTS.grpcAuthExempt],
+    },
+    cluster: {
+      cluster_grpc_port: s.cluster?.cluster_grpc_port ?? DEFAULTS.clusterGrpcPort,
+      ...(s.cluster?.controller ? { controller: s.cluster.controller } : {}),
+      heartbeat_interval_seconds: s.cluster?.heartbeat_interval_seconds ?? DEFAULTS.heartbeatIntervalSeconds,
+      missed_heartbeats: s.cluster?.missed_heartbeats ?? DEFAULTS.missedHeartbeats,
+    },
+    database: s.database?.url ? { url: s.database.url } : {},
+    redis: s.redis?.url ? { url: s.redis.url } : {},
+    llm_providers: (s.llm_providers ?? []).map((p) => ({ ...p, models: p.models.map((m) => ({ ...m })) })),
+    runtime: {
+      default_isolation: s.runtime?.default_isolation ?? DEFAULTS.isolation,
+      ...(s.runtime?.docker_host ? { docker_host: s.runtime.docker_host } : {}),
+      ...(s.runtime?.orchestrator_url ? { orchestrator_url: s.runtime.orchestrator_url } : {}),
+    },
+    builtin_dispatchers: (s.builtin_dispatchers ?? []).map((d) => ({ ...d })),
+    mcp_servers: (s.mcp_servers ?? []).map((m) => ({ ...m, transport: m.transport ?? (m.url ? 'http' : 'stdio') })),
+    billing: s.billing?.stripe_secret_key ? { stripe_secret_key: s.billing.stripe_secret_key } : {},
+    stimuli: {
+      routes: (s.stimuli?.routes ?? []).map((r) => ({ ...r })),
+      ...(s.stimuli?.router_agent ? { router_agent: s.stimuli.router_agent } : {}),
+      classification_threshold: s.stimuli?.classification_threshold ?? DEFAULTS.classificationThreshold,
+    },
+    dataDir: s.data_dir ? path.resolve(ctx.baseDir, s.data_dir) : path.resolve(ctx.cwd, DEFAULTS.dataDir),
+    log: { level: s.log?.level ?? DEFAULTS.logLevel },
+  };
+  if (s.auth) {
+    const { jwks_file, ...rest } = s.auth;
+    config.auth = { ...rest, ...(jwks_file ? { jwks_file: path.resolve(ctx.baseDir, jwks_file) } : {}) };
+  }
+  return config;
+}

@@ -1,0 +1,165 @@
+// JSON Schema of the NodeConfig YAML (CONTRACT.md "Node configuration", docs/CONFIG.md). Every object refuses
+// unknown keys so a typo stops start-up instead of being silently ignored; the only free-form maps are a
+// dispatcher's own `config` and string-to-string maps (env, headers). Defaults live in ./defaults.ts, not here,
+// because some depend on the environment (node id, data dir). `x-expect` is a human phrase for pattern errors.
+import type { LogLevel } from './types.ts';
+
+export const API_VERSION = 'orch.dev/v1';
+export const KIND = 'NodeConfig';
+export const NODE_ROLES = ['hybrid', 'controller', 'worker'] as const;
+export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+export const ISOLATIONS = ['process', 'docker'] as const;
+export const LLM_TYPES = ['openai', 'anthropic'] as const;
+
+/** Node ids end up in log lines, row keys and gRPC metadata: keep them to a safe alphabet. */
+export const NODE_ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$';
+export const PORT = { type: 'integer', minimum: 0, maximum: 65535 } as const;
+
+const nonEmpty = { type: 'string', minLength: 1 } as const;
+const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$', 'x-expect': 'an http:// or https:// URL' } as const;
+const hostPort = { type: 'string', pattern: '^[^\\s:]+:[0-9]{1,5}$|^\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5}$', 'x-expect': 'host:port' } as const;
+const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+
+function obj(properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> {
+  return { type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) };
+}
+
+const capability = obj({ tool: nonEmpty, skip_judge: { type: 'boolean' } }, ['tool']);
+
+const spec = obj({
+  node: obj({
+    id: { type: 'string', pattern: NODE_ID_PATTERN, 'x-expect': 'letters, digits, ".", "_" or "-" (at most 63)' },
+    role: { enum: NODE_ROLES },
+    tags: { type: 'array', items: nonEmpty },
+    grpc_address: hostPort,
+  }),
+  http: obj({ bind: nonEmpty, port: PORT }),
+  grpc: obj({ port: PORT }),
+  grpc_auth: obj({
+    enabled: { type: 'boolean' },
+    exempt_methods: {
+      type: 'array',
+      items: { type: 'string', pattern: '^/[A-Za-z0-9_.]+/[A-Za-z0-9_]+$', 'x-expect': 'a full gRPC method name like /pkg.Service/Method' },
+    },
+  }),
+  cluster: obj({
+    cluster_grpc_port: PORT,
+    controller: hostPort,
+    heartbeat_interval_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
+    missed_heartbeats: { type: 'integer', minimum: 1, maximum: 1000 },
+  }),
+  database: obj({
+    url: { type: 'string', pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' },
+  }),
+  redis: obj({ url: { type: 'string', pattern: '^rediss?://', 'x-expect': 'a redis:// or rediss:// URL' } }),
+  auth: obj({
+    issuer: nonEmpty,
+    audience: nonEmpty,
+    jwks_url: httpUrl,
+    jwks_file: nonEmpty,
+    clock_tolerance_seconds: { type: 'integer', minimum: 0, maximum: 300 },
+  }),
+  llm_providers: {
+    type: 'array',
+    items: obj(
+      {
+        name: nonEmpty,
+        type: { enum: LLM_TYPES },
+        endpoint: httpUrl,
+        api_key: nonEmpty,
+        models: { type: 'array', items: obj({ alias: nonEmpty, model: nonEmpty }, ['alias', 'model']) },
+      },
+      ['name', 'type', 'models'],
+    ),
+  },
+  runtime: obj({
+    default_isolation: { enum: ISOLATIONS },
+    docker_host: nonEmpty,
+    orchestrator_url: httpUrl,
+  }),
+  builtin_dispatchers: {
+    type: 'array',
+    items: obj(
+      {
+        name: nonEmpty,
+        // Each dispatcher owns the shape of its own config; it validates it when it starts.
+        config: { type: 'object' },
+        capabilities: { type: 'array', items: capability },
+      },
+      ['name'],
+    ),
+  },
+  mcp_servers: {
+    type: 'array',
+    items: obj(
+      {
+        name: nonEmpty,
+        transport: { enum: ['stdio', 'http'] },
+        command: nonEmpty,
+        args: { type: 'array', items: { type: 'string' } },
+        env: stringMap,
+        url: httpUrl,
+        headers: stringMap,
+        capabilities: { type: 'array', items: capability },
+      },
+      ['name'],
+    ),
+  },
+  billing: obj({ stripe_secret_key: nonEmpty }),
+  stimuli: obj({
+    routes: {
+      type: 'array',
+      items: obj({ source: nonEmpty, workflow: nonEmpty, input_template: { type: 'string' } }, ['source', 'workflow']),
+    },
+    router_agent: nonEmpty,
+    classification_threshold: { type: 'number', minimum: 0, maximum: 1 },
+  }),
+  data_dir: nonEmpty,
+  log: obj({ level: { enum: LOG_LEVELS } }),
+});
+
+export const nodeConfigSchema = obj(
+  {
+    apiVersion: { const: API_VERSION },
+    kind: { const: KIND },
+    metadata: obj({ name: { type: 'string', pattern: NODE_ID_PATTERN, 'x-expect': 'letters, digits, ".", "_" or "-" (at most 63)' } }),
+    spec,
+  },
+  ['apiVersion', 'kind'],
+);
+
+/** The file as it is after validation: every key optional, shapes as in the schema. */
+export interface NodeConfigFile {
+  apiVersion: typeof API_VERSION;
+  kind: typeof KIND;
+  metadata?: { name?: string };
+  spec?: NodeConfigFileSpec;
+}
+
+export interface NodeConfigFileSpec {
+  node?: { id?: string; role?: (typeof NODE_ROLES)[number]; tags?: string[]; grpc_address?: string };
+  http?: { bind?: string; port?: number };
+  grpc?: { port?: number };
+  grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
+  cluster?: { cluster_grpc_port?: number; controller?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number };
+  database?: { url?: string };
+  redis?: { url?: string };
+  auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
+  llm_providers?: { name: string; type: (typeof LLM_TYPES)[number]; endpoint?: string; api_key?: string; models: { alias: string; model: string }[] }[];
+  runtime?: { default_isolation?: (typeof ISOLATIONS)[number]; docker_host?: string; orchestrator_url?: string };
+  builtin_dispatchers?: { name: string; config?: Record<string, unknown>; capabilities?: { tool: string; skip_judge?: boolean }[] }[];
+  mcp_servers?: {
+    name: string;
+    transport?: 'stdio' | 'http';
+    command?: string;
+    args?: string[];
+    env?: Record<string, string>;
+    url?: string;
+    headers?: Record<string, string>;
+    capabilities?: { tool: string; skip_judge?: boolean }[];
+  }[];
+  billing?: { stripe_secret_key?: string };
+  stimuli?: { routes?: { source: string; workflow: string; input_template?: string }[]; router_agent?: string; classification_threshold?: number };
+  data_dir?: string;
+  log?: { level?: LogLevel };
+}

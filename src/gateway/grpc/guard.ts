@@ -1,0 +1,91 @@
+// Wraps every handler of a service so that (1) an optional gate (auth, envelope checks) runs before it and may
+// refuse the call, and (2) whatever the gate or the handler throws or rejects with becomes a gRPC status via
+// toGrpcError, for unary and streaming calls alike. Handlers may therefore be async and simply throw OrchError.
+import type {
+  ServerDuplexStream,
+  ServerReadableStream,
+  ServerUnaryCall,
+  ServerWritableStream,
+  ServiceDefinition,
+  UntypedHandleCall,
+  UntypedServiceImplementation,
+  handleServerStreamingCall,
+  handleUnaryCall,
+  sendUnaryData,
+} from '@grpc/grpc-js';
+import type { Logger } from '../../logging/logger.ts';
+import { isServerFault, toGrpcError } from './errors.ts';
+
+type ReplyStream = ServerWritableStream<unknown, unknown> | ServerDuplexStream<unknown, unknown>;
+
+/** The call object of any of the four kinds of handler; it is also the key handlers' context is stored under. */
+export type GrpcCall = ServerUnaryCall<unknown, unknown> | ServerReadableStream<unknown, unknown> | ReplyStream;
+
+/** Runs before a handler with the call and its full method path; throws (an OrchError) to refuse the call. */
+export type CallGate = (call: GrpcCall, path: string) => Promise<void>;
+
+export interface GuardOptions {
+  gate?: CallGate;
+  logger: Logger;
+}
+
+// Unary and client-streaming handlers take (call, callback), server-streaming and bidi ones (call); the
+// wrappers below call each through the first type of its pair, which is the same shape at run time.
+type Unary = handleUnaryCall<unknown, unknown>;
+type ServerStream = handleServerStreamingCall<unknown, unknown>;
+
+export function guardService<T extends UntypedServiceImplementation>(
+  definition: ServiceDefinition,
+  impl: T,
+  options: GuardOptions,
+): T {
+  const out: UntypedServiceImplementation = {};
+  for (const [name, method] of Object.entries(definition)) {
+    const handler = impl[name];
+    if (handler === undefined) throw new Error(`no handler for ${method.path}`);
+    out[name] = guardHandler(method.path, method.responseStream, handler, options);
+  }
+  return out as T;
+}
+
+function guardHandler(path: string, responseStream: boolean, handler: UntypedHandleCall, options: GuardOptions): UntypedHandleCall {
+  const { gate, logger } = options;
+  const report = (err: unknown): void => {
+    if (isServerFault(err)) logger.error({ err, method: path }, 'grpc call failed');
+    else logger.debug({ err, method: path }, 'grpc call refused');
+  };
+
+  if (!responseStream) {
+    // Unary and client-streaming: one callback answers the call; never let it fire twice.
+    return (call: ServerUnaryCall<unknown, unknown> | ServerReadableStream<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+      let answered = false;
+      const once: sendUnaryData<unknown> = (...args) => {
+        if (answered) return;
+        answered = true;
+        callback(...args);
+      };
+      const run = async (): Promise<void> => {
+        if (gate) await gate(call, path);
+        const result: unknown = (handler as Unary)(call as ServerUnaryCall<unknown, unknown>, once);
+        await result;
+      };
+      run().catch((err: unknown) => {
+        report(err);
+        once(toGrpcError(err));
+      });
+    };
+  }
+
+  // Server-streaming and bidi: the status is sent by ending the stream with an 'error' event.
+  return (call: ReplyStream) => {
+    const run = async (): Promise<void> => {
+      if (gate) await gate(call, path);
+      const result: unknown = (handler as ServerStream)(call as ServerWritableStream<unknown, unknown>);
+      await result;
+    };
+    run().catch((err: unknown) => {
+      report(err);
+      if (!call.writableEnded && !call.destroyed) call.emit('error', toGrpcError(err));
+    });
+  };
+}

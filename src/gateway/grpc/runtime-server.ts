@@ -1,0 +1,36 @@
+// The runtime gRPC server (port 50051): OrchRuntime and FsalService on one grpc.Server, both behind the
+// grpc_auth gate. Every method answers UNIMPLEMENTED until an issue supplies its handler through `handlers` or
+// `fsal`; a supplied handler may be async and throw OrchError (mapped by toGrpcError).
+import { Server, type ServerOptions } from '@grpc/grpc-js';
+import { FsalServiceService, type FsalServiceServer } from '../../gen/orch/fsal/v1/fsal.js';
+import { OrchRuntimeService, type OrchRuntimeServer } from '../../gen/orch/runtime/v1/runtime.js';
+import type { Logger } from '../../logging/logger.ts';
+import { withAuth, type GrpcAuthOptions } from './auth.ts';
+import { unimplementedService, withOverrides } from './unimplemented.ts';
+
+export interface RuntimeServerOptions {
+  /** OrchRuntime handlers that exist; the rest answer UNIMPLEMENTED. */
+  handlers?: Partial<OrchRuntimeServer>;
+  /** FsalService handlers that exist; the rest answer UNIMPLEMENTED. */
+  fsal?: Partial<FsalServiceServer>;
+  auth: GrpcAuthOptions;
+  logger: Logger;
+}
+
+/** Adds OrchRuntime and FsalService to an existing server. */
+export function addRuntimeServices(server: Server, options: RuntimeServerOptions): void {
+  const runtimeLog = options.logger.child({ component: 'grpc', service: 'orch.runtime.v1.OrchRuntime' });
+  const runtime = withOverrides(unimplementedService<OrchRuntimeServer>(OrchRuntimeService), options.handlers);
+  server.addService(OrchRuntimeService, withAuth(OrchRuntimeService, runtime, options.auth, runtimeLog));
+
+  const fsalLog = options.logger.child({ component: 'grpc', service: 'orch.fsal.v1.FsalService' });
+  const fsal = withOverrides(unimplementedService<FsalServiceServer>(FsalServiceService), options.fsal);
+  server.addService(FsalServiceService, withAuth(FsalServiceService, fsal, options.auth, fsalLog));
+}
+
+/** A new server with OrchRuntime and FsalService; bind it with startGrpcServer. */
+export function createRuntimeServer(options: RuntimeServerOptions, serverOptions?: ServerOptions): Server {
+  const server = new Server(serverOptions);
+  addRuntimeServices(server, options);
+  return server;
+}

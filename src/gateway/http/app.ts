@@ -1,0 +1,56 @@
+// The HTTP server: fastify with our logger, request ids, bearer auth on /v1, JSON errors and the routes of each
+// capability. Capability modules own the logic; this file only wires transports to them.
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Authenticator } from '../../auth/principal.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { Db } from '../../storage/db.ts';
+import type { ClusterService } from '../../cluster/service.ts';
+import { installAuth } from './auth-hook.ts';
+import { registerClusterRoutes } from './cluster-routes.ts';
+import { installErrorHandling } from './errors.ts';
+import { registerHealthRoutes } from './health.ts';
+import { registerIdentityRoutes } from './identity-routes.ts';
+import { registerUnimplementedRoutes } from './unimplemented.ts';
+
+export interface HttpDeps {
+  logger: Logger;
+  db: Db;
+  authenticator: Authenticator;
+  cluster: ClusterService;
+  isShuttingDown: () => boolean;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    // pino's Logger is a FastifyBaseLogger; widen it so routes take the default FastifyInstance type.
+    loggerInstance: deps.logger.child({ component: 'http' }) as FastifyBaseLogger,
+    // Honour a caller's request id when it is sane, else make one; it is echoed back and in every log line.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    disableRequestLogging: true,
+    return503OnClosing: true,
+    bodyLimit: 8 * 1024 * 1024,
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+  installErrorHandling(app);
+  installAuth(app, deps.authenticator);
+  registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown });
+  registerIdentityRoutes(app);
+  registerClusterRoutes(app, deps.cluster);
+  registerUnimplementedRoutes(app);
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,31 @@
+// The narrow storage interface every capability uses. Two adapters implement it: pg (PostgreSQL, CockroachDB in
+// production) and PGlite (in-process, the zero-install default). SQL written against it stays in the subset all
+// three engines run: no SERIAL, no LISTEN/NOTIFY, no advisory locks, no triggers or stored procedures.
+
+export type Row = Record<string, unknown>;
+
+// Row types are constrained to `object` rather than `Row` so that a row declared as an interface (which has no
+// implicit index signature) can be named: db.query<NodeRow>(...).
+export interface QueryResult<R extends object = Row> {
+  rows: R[];
+  /** Rows inserted, updated or deleted by the statement; for a SELECT, the rows returned (both adapters agree). */
+  rowCount: number;
+}
+
+/** Anything that can run one statement: the Db itself or an open transaction. */
+export interface Queryable {
+  query<R extends object = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+}
+
+export interface Db extends Queryable {
+  /** Which engine this is; tests and benchmarks name it. */
+  readonly kind: 'pg' | 'pglite';
+  /**
+   * Runs `fn` in one transaction and commits it. On SQLSTATE 40001 (serialization failure, CockroachDB's
+   * "restart transaction") the whole function runs again, so `fn` must have no side effects outside `tx`.
+   */
+  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Answers whether the database is reachable (readiness). */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}

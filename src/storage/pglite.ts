@@ -1,0 +1,74 @@
+// The Db adapter for PGlite: PostgreSQL compiled to WebAssembly, in-process, the zero-install default.
+//
+// PGlite is one connection. Its transaction() holds a mutex for the whole callback and its query() waits on that
+// same mutex, so transactions never interleave and a query outside a transaction never runs inside someone else's.
+// The consequence for callers: inside db.tx(fn), use the `tx` handed to fn; calling db.query there waits for the
+// transaction to end, which never happens (on pg it would run on another connection, outside the transaction).
+import { mkdir } from 'node:fs/promises';
+import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
+import type { Db, QueryResult, Queryable, Row } from './db.ts';
+import { withTxRetry, type RetryOptions } from './retry.ts';
+import { pgliteParsers } from './types.ts';
+
+export const MEMORY = 'memory://';
+
+export interface PgliteOptions {
+  retry?: RetryOptions;
+}
+
+const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
+
+function toResult<R extends object>(res: Results<R>): QueryResult<R> {
+  // PGlite reports affectedRows for writes and 0 for a SELECT; pg reports the row count for both.
+  const command = res.command?.split(' ')[0]?.toUpperCase() ?? '';
+  return { rows: res.rows, rowCount: COUNTED.has(command) ? (res.affectedRows ?? 0) : res.rows.length };
+}
+
+function queryable(target: PGlite | Transaction): Queryable {
+  return {
+    query: async <R extends object = Row>(sql: string, params?: readonly unknown[]) =>
+      toResult<R>(await target.query<R>(sql, params as unknown[] | undefined)),
+  };
+}
+
+class PgliteDb implements Db {
+  readonly kind = 'pglite' as const;
+  private readonly outside: Queryable;
+
+  constructor(
+    private readonly pglite: PGlite,
+    private readonly retry: RetryOptions | undefined,
+  ) {
+    this.outside = queryable(pglite);
+  }
+
+  query<R extends object = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+    return this.outside.query<R>(sql, params);
+  }
+
+  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    // BEGIN, COMMIT, and ROLLBACK when fn throws, under PGlite's transaction mutex (see the file comment).
+    return withTxRetry(() => this.pglite.transaction((t) => fn(queryable(t))), this.retry);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.pglite.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (!this.pglite.closed) await this.pglite.close();
+  }
+}
+
+/** Opens (creating when absent) a PGlite database in `dataDir`, or an in-memory one for `memory://`. */
+export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Promise<Db> {
+  if (dataDir !== MEMORY) await mkdir(dataDir, { recursive: true });
+  const pglite = new PGlite(dataDir, { parsers: pgliteParsers });
+  await pglite.waitReady;
+  return new PgliteDb(pglite, opts.retry);
+}

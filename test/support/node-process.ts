@@ -1,0 +1,123 @@
+// Starts real `orch up` processes for tests: the same bin a user runs, on ephemeral ports, logs kept for failure
+// messages. Each process gets the environment it is given plus ephemeral ports.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const ORCH_BIN = path.join(ROOT, 'bin/orch.js');
+
+export interface Banner {
+  status: string;
+  node_id: string;
+  role: string;
+  http: string;
+  grpc: string;
+  cluster?: string;
+  database: string;
+  bus: string;
+  dev_token?: string;
+}
+
+export interface NodeProcess {
+  child: ChildProcess;
+  banner: Banner;
+  stderr(): string;
+  /** Resolves with the exit code (or signal name) once the process has exited. */
+  exited: Promise<number | string>;
+  kill(signal: NodeJS.Signals): Promise<number | string>;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `orch <args>` to completion. */
+export function runOrch(args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [ORCH_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`orch ${args.join(' ')} timed out; stderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts `orch up --json` and waits for its banner line. */
+export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 30_000): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [ORCH_BIN, '--json', 'up', ...args], {
+    env: {
+      ...process.env,
+      ORCH_HTTP_PORT: '0',
+      ORCH_GRPC_PORT: '0',
+      ORCH_CLUSTER_GRPC_PORT: '0',
+      ORCH_LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? -1));
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`orch up did not start in ${timeoutMs} ms; stderr:\n${stderr.slice(-4000)}`));
+    }, timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`orch up exited (${code ?? signal}) before its banner; stderr:\n${stderr.slice(-4000)}`));
+    });
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const nl = stdout.indexOf('\n');
+      if (nl < 0) return;
+      clearTimeout(timer);
+      child.removeAllListeners('exit');
+      try {
+        const banner = JSON.parse(stdout.slice(0, nl)) as Banner;
+        resolve({
+          child,
+          banner,
+          stderr: () => stderr,
+          exited,
+          kill: async (signal) => {
+            child.kill(signal);
+            return exited;
+          },
+        });
+      } catch (err) {
+        reject(new Error(`bad banner line ${stdout.slice(0, nl)}: ${(err as Error).message}`));
+      }
+    });
+  });
+}
+
+/** Polls `probe` until it returns a non-undefined value or the time is up. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
+}
