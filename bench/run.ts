@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <http|db|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|http|db|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -99,7 +99,27 @@ async function benchDb(): Promise<void> {
   }
 }
 
+/** `orch up` on a fresh data dir, no services: process spawn until the first `GET /health` answers 200. */
+async function benchStartup(): Promise<void> {
+  const samples: number[] = [];
+  for (let i = 0; i < Math.max(RUNS, 5); i++) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-up-'));
+    const started = Date.now();
+    const node = await startOrchNode({ ORCH_DATA_DIR: dir, DATABASE_URL: undefined, REDIS_URL: undefined, DOCKER_HOST: undefined });
+    try {
+      const res = await fetch(`${node.banner.http}/health`);
+      if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
+      samples.push(Date.now() - started);
+    } finally {
+      await node.kill('SIGTERM');
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  report('orch up (fresh data dir, PGlite) to first /health 200', samples, 'ms');
+}
+
 const what = process.argv[2] ?? 'all';
 process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, node ${process.version}, ${os.cpus().length} cpus\n`);
+if (what === 'startup' || what === 'all') await benchStartup();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();

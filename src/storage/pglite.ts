@@ -9,11 +9,14 @@ import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgliteParsers } from './types.ts';
+import { isFreshDataDir, loadTemplate, saveTemplate } from './pglite-template.ts';
 
 export const MEMORY = 'memory://';
 
 export interface PgliteOptions {
   retry?: RetryOptions;
+  /** Where the initdb template is cached (see pglite-template.ts); false to always run initdb. */
+  templateDir?: string | false;
 }
 
 const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
@@ -67,8 +70,20 @@ class PgliteDb implements Db {
 
 /** Opens (creating when absent) a PGlite database in `dataDir`, or an in-memory one for `memory://`. */
 export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Promise<Db> {
-  if (dataDir !== MEMORY) await mkdir(dataDir, { recursive: true });
-  const pglite = new PGlite(dataDir, { parsers: pgliteParsers });
+  if (dataDir === MEMORY) {
+    const pglite = new PGlite(dataDir, { parsers: pgliteParsers });
+    await pglite.waitReady;
+    return new PgliteDb(pglite, opts.retry);
+  }
+  await mkdir(dataDir, { recursive: true });
+  const useTemplate = opts.templateDir !== false && isFreshDataDir(dataDir);
+  const dir = opts.templateDir === false ? undefined : opts.templateDir;
+  const template = useTemplate ? await loadTemplate(dir) : undefined;
+  const pglite = new PGlite(dataDir, { parsers: pgliteParsers, ...(template ? { loadDataDir: template } : {}) });
   await pglite.waitReady;
+  if (useTemplate && !template) {
+    // The template is only a speed-up: failing to write it (read-only install, full disk) is not an error.
+    await saveTemplate(pglite, dir).catch(() => undefined);
+  }
   return new PgliteDb(pglite, opts.retry);
 }

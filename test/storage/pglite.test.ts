@@ -8,6 +8,7 @@ import path from 'node:path';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
 import { openPglite, MEMORY } from '../../src/storage/pglite.ts';
+import { templateFile } from '../../src/storage/pglite-template.ts';
 import { dbConformance } from './db-conformance.ts';
 
 async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
@@ -81,4 +82,28 @@ test('openDb without a URL opens PGlite under <dataDir>/pglite with the schema m
   t.true((await stat(path.join(tmp.dir, 'pglite'))).isDirectory());
   const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
   t.deepEqual(rows, [{ version: 1 }]);
+});
+
+test('pglite: a fresh data dir is made from the initdb template, which holds no schema or data', async (t) => {
+  const tmp = await tempDir('orch-pglite-template-');
+  t.teardown(() => tmp.remove());
+  const cache = path.join(tmp.dir, 'cache');
+  // First fresh dir: initdb runs and its output becomes the template.
+  const first = await openDb({ dataDir: path.join(tmp.dir, 'a') }, silentLogger());
+  await first.query('CREATE TABLE only_in_a (x INT)');
+  await first.close();
+  const firstRaw = await openPglite(path.join(tmp.dir, 'b'), { templateDir: cache });
+  await firstRaw.query('CREATE TABLE only_in_b (x INT)');
+  await firstRaw.close();
+  t.true((await stat(await templateFile(cache))).size > 0, 'the template was written');
+  // Second fresh dir: loaded from the template; it is a blank cluster, not a copy of b.
+  const second = await openPglite(path.join(tmp.dir, 'c'), { templateDir: cache });
+  t.teardown(() => second.close());
+  const tables = await second.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = 'public'",
+  );
+  t.is(tables.rows[0]?.n, 0, 'no tables come with the template');
+  await second.query('CREATE TABLE t (id INT PRIMARY KEY)');
+  await second.query('INSERT INTO t VALUES (1)');
+  t.deepEqual((await second.query<{ id: number }>('SELECT id FROM t')).rows, [{ id: 1 }]);
 });

@@ -77,16 +77,18 @@ export function startOrchNode(env: Record<string, string | undefined>, args: str
       child.kill('SIGKILL');
       reject(new Error(`orch up did not start in ${timeoutMs} ms; stderr:\n${stderr.slice(-4000)}`));
     }, timeoutMs);
-    child.on('exit', (code, signal) => {
+    const onEarlyExit = (code: number | null, signal: NodeJS.Signals | null): void => {
       clearTimeout(timer);
       reject(new Error(`orch up exited (${code ?? signal}) before its banner; stderr:\n${stderr.slice(-4000)}`));
-    });
+    };
+    child.on('exit', onEarlyExit);
     child.stdout.on('data', (d: Buffer) => {
       stdout += d.toString();
       const nl = stdout.indexOf('\n');
       if (nl < 0) return;
       clearTimeout(timer);
-      child.removeAllListeners('exit');
+      // Only our early-exit rejection goes; the listener behind `exited` must stay.
+      child.off('exit', onEarlyExit);
       try {
         const banner = JSON.parse(stdout.slice(0, nl)) as Banner;
         resolve({
