@@ -1,0 +1,51 @@
+// One interface over the places an agent's bootstrap runs: a container through the Docker Engine API (podman
+// serves it here) or a sandboxed child process. The execution loop starts one sandbox per execution (or per
+// resume), the bootstrap inside it talks to the dispatch gateway, and the loop stops and removes it at the end.
+
+export interface SandboxMount {
+  /** Absolute host directory. */
+  hostPath: string;
+  /** Absolute path inside the sandbox (e.g. /workspace). */
+  sandboxPath: string;
+  readOnly: boolean;
+}
+
+export interface SandboxSpec {
+  executionId: string;
+  agentId: string;
+  /** Container image (docker only). */
+  image?: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** argv of the main process, e.g. ['node', '/orch/bootstrap.mjs']. */
+  command: string[];
+  /** The ORCH_* variables and the manifest's env; never secrets. */
+  env: Record<string, string>;
+  mounts: SandboxMount[];
+  workdir: string;
+  /** false → no network at all (docker NetworkMode none; bwrap --unshare-net). The gateway must stay reachable:
+   * see each runtime for how it reaches the orchestrator when the network is off. */
+  network: boolean;
+  /** millicores */
+  cpu?: number;
+  memoryBytes?: number;
+  /** Labels put on the container so that recovery can find orphans (docker); process runtime keeps them in memory. */
+  labels: Record<string, string>;
+}
+
+export interface SandboxHandle {
+  /** Container id, or `process-<execution_id>` for process isolation (CONTRACT.md). */
+  id: string;
+  /** Resolves with the exit code when the main process ends. */
+  exited: Promise<number>;
+}
+
+export interface ContainerRuntime {
+  readonly kind: 'docker' | 'process';
+  start(spec: SandboxSpec): Promise<SandboxHandle>;
+  /** Kills at once (SIGKILL, no grace) and removes; idempotent; resolves when it is gone. */
+  stop(id: string): Promise<void>;
+  /** Removes every sandbox carrying `label=value` (orphans of a crashed node); returns the ids removed. */
+  reap(label: string, value: string): Promise<string[]>;
+  /** The URL at which a sandbox reaches the orchestrator's HTTP server listening on `port` of the host. */
+  orchestratorUrl(port: number): string;
+}
