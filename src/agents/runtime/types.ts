@@ -2,6 +2,13 @@
 // serves it here) or a sandboxed child process. The execution loop starts one sandbox per execution (or per
 // resume), the bootstrap inside it talks to the dispatch gateway, and the loop stops and removes it at the end.
 
+/** Where the per-execution run directory (holding the dispatch gateway's unix socket) appears inside a sandbox. */
+export const SANDBOX_RUN_DIR = '/orch/run';
+/** The dispatch gateway's unix socket inside a sandbox; the bootstrap speaks HTTP over it (no network needed). */
+export const SANDBOX_GATEWAY_SOCKET = `${SANDBOX_RUN_DIR}/gateway.sock`;
+/** File name of the gateway socket inside the host run directory (`<dataDir>/run/<execution_id>/gateway.sock`). */
+export const GATEWAY_SOCKET_NAME = 'gateway.sock';
+
 export interface SandboxMount {
   /** Absolute host directory. */
   hostPath: string;
@@ -21,6 +28,10 @@ export interface SandboxSpec {
   /** The ORCH_* variables and the manifest's env; never secrets. */
   env: Record<string, string>;
   mounts: SandboxMount[];
+  /** Host directory of this execution's run dir (e.g. `<dataDir>/run/<execution_id>/`), in which the gateway
+   * listens on `gateway.sock`; the runtime mounts it read-write at SANDBOX_RUN_DIR. Optional: a caller may put it
+   * in `mounts` itself instead. */
+  runDir?: string;
   workdir: string;
   /** false → no network at all (docker NetworkMode none; bwrap --unshare-net). The gateway must stay reachable:
    * see each runtime for how it reaches the orchestrator when the network is off. */
@@ -46,6 +57,11 @@ export interface ContainerRuntime {
   stop(id: string): Promise<void>;
   /** Removes every sandbox carrying `label=value` (orphans of a crashed node); returns the ids removed. */
   reap(label: string, value: string): Promise<string[]>;
-  /** The URL at which a sandbox reaches the orchestrator's HTTP server listening on `port` of the host. */
+  /** The URL at which a sandbox reaches the orchestrator's dispatch gateway (the value of ORCH_ORCHESTRATOR_URL).
+   * Both runtimes return `unix:///orch/run/gateway.sock` (SANDBOX_GATEWAY_SOCKET): sandboxes usually have no
+   * network (NetworkMode none / --unshare-net), so the gateway also listens on a unix socket in the per-execution run
+   * directory mounted at SANDBOX_RUN_DIR, and the bootstrap sends HTTP over it
+   * (`http.request({ socketPath: new URL(url).pathname, path: '/v1/dispatch-gateway' })`). `port` (the host's HTTP
+   * port) is kept for runtimes that reach the host over TCP; the built-in ones ignore it. */
   orchestratorUrl(port: number): string;
 }
