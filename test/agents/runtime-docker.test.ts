@@ -113,7 +113,7 @@ test('a read-only mount cannot be written', async (t) => {
 
 test('NetworkMode none: only lo, no TCP to the host, but HTTP over the bind-mounted unix socket works; node runs', async (t) => {
   // Host side: a TCP server on all interfaces and the gateway stand-in on a unix socket in the run dir.
-  const tcp = net.createServer((s) => s.end('tcp-reached\n'));
+  const tcp = net.createServer((s) => { s.on('error', () => undefined); s.end('tcp-reached\n'); });
   await new Promise<void>((r) => tcp.listen(0, '0.0.0.0', r));
   const tcpPort = (tcp.address() as net.AddressInfo).port;
   const runDir = path.join(await tmp(), 'run', 'exec');
