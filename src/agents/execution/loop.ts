@@ -1,0 +1,377 @@
+// The refinement loop of one execution (DESIGN.md "Agent execution, end to end"), as the ExecutionActor runs it:
+//   iteration n: wait for the bootstrap's `generate` → call the model with the agent's tools → run each tool call
+//   (fs.* here, cmd.run dispatched into the sandbox) until the model answers without tool calls → `final` to the
+//   bootstrap → validate → completed, or `iteration_failed` + `refinement_applied` with the errors fed into the
+//   next prompt, up to max_iterations.
+// Determinism is what makes it resumable: the conversation is rebuilt from the journal on every incarnation, each
+// model answer and tool result is taken from the journal when it is there, and every event carries a key so a
+// replayed step announces nothing twice.
+import type { BusEvent, EventBus } from '../../bus/bus.ts';
+import { Errors, isOrchError } from '../../errors/catalog.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { Db, Queryable } from '../../storage/db.ts';
+import { fencedUpdate, type RowFence } from '../../storage/row-lease.ts';
+import type { LlmMessage, LlmRegistry, LlmResponse } from '../llm/types.ts';
+import type { AgentManifest } from '../manifest/types.ts';
+import type { ContainerRuntime } from '../runtime/types.ts';
+import { CancelledByUser, ExecutionTimedOut, IterationTimedOut, isHandOver } from './errors.ts';
+import { appendExecutionEvent, type ExecutionEventType } from './events.ts';
+import type { GatewayChannel } from './gateway-channel.ts';
+import type { GatewayRegistry } from './gateway-server.ts';
+import { Journal } from './journal.ts';
+import type { ExecutionRow } from './repo.ts';
+import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
+import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
+import { validateIteration, type Judge } from './validate.ts';
+
+/** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
+const MAX_TURNS_PER_ITERATION = 50;
+
+export interface LoopDeps {
+  db: Db;
+  bus: EventBus;
+  llm: LlmRegistry;
+  runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>>;
+  defaultIsolation: 'process' | 'docker';
+  defaultImage: string;
+  gateways: GatewayRegistry;
+  nodeId: string;
+  dataDir: string;
+  ceilings: CmdCeilings;
+  judge?: Judge;
+  logger: Logger;
+  /** Observability hook for benchmarks and tests (time of the first `generate`). */
+  onFirstGenerate?: (executionId: string, at: number) => void;
+}
+
+const now = (): string => new Date().toISOString();
+
+function renderPrompt(m: AgentManifest, input: string): string {
+  const template = m.spec.task.prompt_template;
+  if (template) return template.replace(/\{\{\s*(input|instruction)\s*\}\}/g, (_x, k: string) => (k === 'input' ? input : m.spec.task.instruction));
+  return input ? `${m.spec.task.instruction}\n\nInput:\n${input}` : m.spec.task.instruction;
+}
+
+function systemPrompt(m: AgentManifest): string {
+  return [
+    `You are the agent "${m.metadata.name}". Work in ${WORKSPACE} using the tools you are given.`,
+    'When the task is done, answer with your final result and no tool calls.',
+  ].join(' ');
+}
+
+function anySignal(signals: (AbortSignal | undefined)[]): AbortSignal {
+  return AbortSignal.any(signals.filter((s): s is AbortSignal => s !== undefined));
+}
+
+/** Rejects when `signal` aborts; used to race waits that take no signal. */
+function abortPromise(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+export class ExecutionLoop {
+  private readonly log: Logger;
+  private readonly id: string;
+  private readonly m: AgentManifest;
+  private journal!: Journal;
+  private channel: GatewayChannel | undefined;
+  private sandbox: Sandbox | undefined;
+  private iteration = 0;
+
+  constructor(
+    private readonly deps: LoopDeps,
+    private readonly fence: RowFence,
+    private readonly row: ExecutionRow,
+  ) {
+    this.id = row.id;
+    this.m = row.manifest;
+    this.log = deps.logger.child({ execution: row.id });
+  }
+
+  /** Writes an event (and optional row changes) in one fenced transaction, then announces it. */
+  private async emit(type: ExecutionEventType, key: string, payload: Record<string, unknown>, set?: { sql: string; params: unknown[] }): Promise<void> {
+    const event = await this.deps.db.tx(async (tx: Queryable) => {
+      if (set) await fencedUpdate(tx, this.fence, `${set.sql}, updated_at = now()`, set.params);
+      else await fencedUpdate(tx, this.fence, 'updated_at = now()');
+      return appendExecutionEvent(tx, this.id, type, key, { execution_id: this.id, ...payload });
+    });
+    if (event) await this.publish(event);
+  }
+
+  private async publish(event: BusEvent): Promise<void> {
+    await this.deps.bus.publish(event).catch((err: unknown) => this.log.warn({ err }, 'publishing an event failed'));
+  }
+
+  /** Runs to a terminal state, or throws a hand-over reason (shutdown, lease lost) having written nothing more. */
+  async run(signal: AbortSignal): Promise<void> {
+    const m = this.m;
+    const timeoutS = m.spec.security.resources.timeout;
+    const overall = AbortSignal.timeout(timeoutS * 1000);
+    const runSignal = anySignal([signal, overall]);
+    try {
+      if (this.row.status === 'pending') {
+        await this.emit('execution_started', 'execution_started', { agent_id: this.row.agent_id, started_at: now() }, {
+          sql: `status = 'running', started_at = now()`,
+          params: [],
+        });
+      }
+      if (!this.deps.llm.hasAlias(m.spec.runtime.model)) {
+        await this.finishFailed(`no LLM provider configured for alias "${m.spec.runtime.model}"`);
+        return;
+      }
+      this.journal = await Journal.load(this.deps.db, this.id, this.fence);
+      if (this.journal.size > 0) this.log.info({ steps: this.journal.size }, 'resuming from the journal');
+      await this.iterate(runSignal);
+    } catch (err) {
+      const reason = runSignal.aborted ? (runSignal.reason as unknown) : err;
+      // Stop the sandbox before anything else: a cancel must kill the running command at once.
+      await this.teardown();
+      if (overall.aborted && !signal.aborted) {
+        await this.finishFailed(new ExecutionTimedOut(timeoutS).message);
+      } else if (reason instanceof CancelledByUser) {
+        await this.finishCancelled();
+      } else if (isHandOver(reason) || isHandOver(err)) {
+        throw isHandOver(reason) ? reason : err;
+      } else {
+        const message = err instanceof Error ? err.message : String(err);
+        this.log.error({ err }, 'execution failed');
+        await this.finishFailed(message);
+      }
+    } finally {
+      await this.teardown();
+    }
+  }
+
+  private async teardown(): Promise<void> {
+    if (this.channel) this.deps.gateways.closeChannel(this.channel);
+    this.channel = undefined;
+    const sb = this.sandbox;
+    this.sandbox = undefined;
+    if (sb) await sb.stop().catch((err: unknown) => this.log.warn({ err }, 'stopping the sandbox failed'));
+  }
+
+  private runtime(): ContainerRuntime {
+    const wanted = this.m.spec.runtime.isolation === 'inherit' ? this.deps.defaultIsolation : this.m.spec.runtime.isolation;
+    const rt = this.deps.runtimes[wanted];
+    if (!rt) throw new Error(`isolation ${wanted} is not available on node ${this.deps.nodeId}`);
+    return rt;
+  }
+
+  private async freshSandbox(): Promise<{ channel: GatewayChannel; sandbox: Sandbox }> {
+    await this.teardown();
+    const channel = this.deps.gateways.open(this.id);
+    this.channel = channel;
+    const mounts = await prepareVolumes(this.deps.dataDir, this.id, this.m);
+    const sandbox = await startSandbox({
+      runtime: this.runtime(),
+      registry: this.deps.gateways,
+      channel,
+      dataDir: this.deps.dataDir,
+      nodeId: this.deps.nodeId,
+      executionId: this.id,
+      agentId: this.row.agent_id,
+      manifest: this.m,
+      mounts,
+      defaultImage: this.deps.defaultImage,
+      logger: this.log,
+    });
+    this.sandbox = sandbox;
+    await fencedUpdate(this.deps.db, this.fence, 'container_id = $1, updated_at = now()', [sandbox.handle.id]);
+    this.toolCtx = {
+      manifest: this.m,
+      mounts,
+      workdir: WORKSPACE,
+      ceilings: this.deps.ceilings,
+      runCommand: (req) => this.dispatch(req),
+    };
+    return { channel, sandbox };
+  }
+
+  private toolCtx: ToolContext | undefined;
+  private dispatchSignal: AbortSignal | undefined;
+  private dispatchSeq = 0;
+
+  private async dispatch(req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number }): Promise<CmdResult> {
+    const channel = this.channel;
+    const sandbox = this.sandbox;
+    if (!channel || !sandbox) throw new Error('no sandbox');
+    this.dispatchSeq++;
+    const signal = this.dispatchSignal;
+    const exited = sandbox.handle.exited.then((code) => {
+      throw new Error(`sandbox exited with code ${code} while running ${req.command}`);
+    });
+    const result = await Promise.race([
+      channel.dispatch(
+        {
+          type: 'dispatch',
+          dispatch_id: `${this.iteration}-${this.dispatchSeq}`,
+          action: 'exec',
+          command: req.command,
+          args: req.args,
+          cwd: req.cwd,
+          env_additions: {},
+          timeout_secs: req.timeout_secs,
+          max_output_bytes: req.max_output_bytes,
+        },
+        signal,
+      ),
+      exited,
+    ]);
+    if (result.duration_ms >= req.timeout_secs * 1000 && result.exit_code !== 0) {
+      return { ...result, stderr: `${result.stderr}\nExecTimeoutCeilingExceeded: ran longer than ${req.timeout_secs} s` };
+    }
+    return { exit_code: result.exit_code, stdout: result.stdout, stderr: result.stderr, duration_ms: result.duration_ms, truncated: result.truncated };
+  }
+
+  private async iterate(runSignal: AbortSignal): Promise<void> {
+    const m = this.m;
+    const max = m.spec.execution.mode === 'one-shot' ? 1 : m.spec.execution.max_iterations;
+    const messages: LlmMessage[] = [
+      { role: 'system', content: systemPrompt(m) },
+      { role: 'user', content: renderPrompt(m, this.row.input) },
+    ];
+    let lastFailure = '';
+    let { channel, sandbox } = await this.freshSandbox();
+    for (let n = 1; n <= max; n++) {
+      this.iteration = n;
+      this.dispatchSeq = 0;
+      const itSeconds = m.spec.execution.iteration_timeout;
+      const itTimeout = AbortSignal.timeout(itSeconds * 1000);
+      const itSignal = anySignal([runSignal, itTimeout]);
+      this.dispatchSignal = itSignal;
+      let failure: { type: string; message: string } | undefined;
+      let output = '';
+      try {
+        const sandboxGone = sandbox.handle.exited.then((code) => {
+          throw new Error(`sandbox exited with code ${code} before asking for work`);
+        });
+        const gen = await Promise.race([channel.awaitGenerate(itSignal), sandboxGone, abortPromise(itSignal)]);
+        if (n === 1 && channel.firstGenerateAt) this.deps.onFirstGenerate?.(this.id, channel.firstGenerateAt);
+        void gen;
+        await this.emit('iteration_started', `iteration_started:${n}`, { iteration_number: n, action: 'generate', started_at: now() }, {
+          sql: 'iteration = $1',
+          params: [n],
+        });
+        const turn = await this.converse(n, messages, itSignal);
+        output = turn.output;
+        await channel.final({ type: 'final', content: output, tool_calls_executed: turn.toolCalls, conversation: messages }, itSignal);
+        const failures = await validateIteration(m.spec.execution.validation, { output, lastExitCode: turn.lastExitCode, lastStderr: turn.lastStderr }, (rule, out) =>
+          this.journal.step(`it${n}:judge:${rule.judge_agent}`, 'judge', () => this.judge(rule, out)),
+        );
+        if (failures.length > 0) failure = { type: 'ValidationFailed', message: failures.map((f) => `${f.rule}: ${f.message}`).join('\n') };
+      } catch (err) {
+        if (runSignal.aborted) throw err;
+        if (itTimeout.aborted) {
+          failure = { type: 'IterationTimeout', message: new IterationTimedOut(itSeconds).message };
+          // The bootstrap may be stuck in a command: the next iteration gets a fresh sandbox on the same volumes.
+          if (n < max) ({ channel, sandbox } = await this.freshSandbox());
+        } else if (isOrchError(err) && err.spec === Errors.LEASE_LOST) {
+          throw err;
+        } else if (err instanceof LlmStepFailed) {
+          failure = { type: 'LlmError', message: err.message };
+        } else {
+          throw err;
+        }
+      }
+      if (!failure) {
+        await this.emit('iteration_completed', `iteration_completed:${n}`, { iteration_number: n, output, completed_at: now() });
+        await this.finish('completed', 'execution_completed', { final_output: output, total_iterations: n, completed_at: now() }, {
+          sql: `status = 'completed', final_output = $1, completed_at = now()`,
+          params: [output],
+        });
+        return;
+      }
+      lastFailure = failure.message;
+      await this.emit('iteration_failed', `iteration_failed:${n}`, {
+        iteration_number: n,
+        error: { error_type: failure.type, message: failure.message },
+        failed_at: now(),
+      });
+      if (n < max) {
+        const feedback = `Iteration ${n} failed validation:\n${failure.message}\nFix the problem and try again.`;
+        await this.emit('refinement_applied', `refinement_applied:${n}`, { iteration_number: n, code_diff: feedback, applied_at: now() });
+        messages.push({ role: 'user', content: feedback });
+      }
+    }
+    await this.finishFailed(`validation failed after ${max} iteration(s): ${lastFailure}`);
+  }
+
+  /** Model turns and tool calls until the model answers without tools. */
+  private async converse(n: number, messages: LlmMessage[], signal: AbortSignal): Promise<{ output: string; toolCalls: number; lastExitCode?: number; lastStderr?: string }> {
+    const m = this.m;
+    const tools = toolDefs(m);
+    let toolCalls = 0;
+    let lastExitCode: number | undefined;
+    let lastStderr: string | undefined;
+    for (let turn = 1; turn <= MAX_TURNS_PER_ITERATION; turn++) {
+      const answer = await this.journal.step<LlmResponse>(`it${n}:llm${turn}`, 'llm', async () => {
+        const llmSignal = anySignal([signal, AbortSignal.timeout(m.spec.execution.llm_timeout_seconds * 1000)]);
+        let res: LlmResponse;
+        try {
+          res = await this.deps.llm.complete({
+            alias: m.spec.runtime.model,
+            messages: [...messages],
+            tools,
+            ...(m.spec.runtime.temperature !== undefined ? { temperature: m.spec.runtime.temperature } : {}),
+            signal: llmSignal,
+          });
+        } catch (err) {
+          if (signal.aborted) throw err;
+          throw new LlmStepFailed(llmSignal.aborted ? `the model did not answer within llm_timeout_seconds (${m.spec.execution.llm_timeout_seconds} s)` : `LLM call failed: ${(err as Error).message}`, { cause: err });
+        }
+        await fencedUpdate(this.deps.db, this.fence, 'prompt_tokens = prompt_tokens + $1, completion_tokens = completion_tokens + $2', [
+          res.usage.prompt_tokens,
+          res.usage.completion_tokens,
+        ]);
+        return res;
+      });
+      messages.push({ role: 'assistant', content: answer.content, ...(answer.tool_calls.length ? { tool_calls: answer.tool_calls } : {}) });
+      if (answer.content) {
+        await this.emit('iteration_output', `it${n}:out:${turn}`, { iteration_number: n, output: answer.content, emitted_at: now() });
+      }
+      if (answer.tool_calls.length === 0) return { output: answer.content ?? '', toolCalls, ...(lastExitCode !== undefined ? { lastExitCode, lastStderr } : {}) };
+      for (const [i, call] of answer.tool_calls.entries()) {
+        const tool = toolFromWire(m, call.name);
+        const result = await this.journal.step<ToolResult>(`it${n}:turn${turn}:tool${i}`, 'tool', () => runTool(this.toolCtx!, tool, call.arguments));
+        toolCalls++;
+        if (tool === 'cmd.run' && result.ok) {
+          const r = result.value as CmdResult;
+          lastExitCode = r.exit_code;
+          lastStderr = r.stderr;
+          const shown = [r.stdout, r.stderr].filter(Boolean).join('');
+          if (shown) await this.emit('iteration_output', `it${n}:cmd:${turn}:${i}`, { iteration_number: n, output: shown, emitted_at: now() });
+        }
+        messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result.ok ? result.value : result.error) });
+      }
+    }
+    throw new LlmStepFailed(`the model kept calling tools for ${MAX_TURNS_PER_ITERATION} turns`);
+  }
+
+  private async judge(rule: Extract<AgentManifest['spec']['execution']['validation'][number], { type: 'semantic' }>, output: string) {
+    if (!this.deps.judge) return { score: 0, reasoning: `no judge runner is configured for ${rule.judge_agent}` };
+    return this.deps.judge(rule, output);
+  }
+
+  private finishFailed(reason: string): Promise<void> {
+    return this.finish('failed', 'execution_failed', { reason, total_iterations: this.iteration, failed_at: now() }, {
+      sql: `status = 'failed', reason = $1, completed_at = now()`,
+      params: [reason],
+    });
+  }
+
+  private finishCancelled(): Promise<void> {
+    return this.finish('cancelled', 'execution_failed', { reason: 'cancelled', total_iterations: this.iteration, failed_at: now() }, {
+      sql: `status = 'cancelled', reason = 'cancelled', completed_at = now()`,
+      params: [],
+    });
+  }
+
+  private async finish(status: string, type: ExecutionEventType, payload: Record<string, unknown>, set: { sql: string; params: unknown[] }): Promise<void> {
+    this.log.info({ status, iterations: this.iteration }, 'execution finished');
+    await this.emit(type, 'terminal', payload, set);
+  }
+}
+
+export class LlmStepFailed extends Error {}

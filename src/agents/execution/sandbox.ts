@@ -1,0 +1,106 @@
+// The sandbox of one execution incarnation: its volumes (host directories that outlive the sandbox, so a resumed
+// execution finds its files), the run directory holding the gateway socket, and the container or process itself.
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../../logging/logger.ts';
+import type { AgentManifest } from '../manifest/types.ts';
+import type { ContainerRuntime, SandboxHandle, SandboxMount } from '../runtime/types.ts';
+import type { GatewayChannel } from './gateway-channel.ts';
+import { listenGatewaySocket, type GatewayRegistry, type SocketGateway } from './gateway-server.ts';
+import type { Mount } from './tools.ts';
+
+export const BOOTSTRAP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bootstrap');
+export const SANDBOX_BOOTSTRAP = '/orch/bin/bootstrap.mjs';
+export const SANDBOX_RUN_DIR = '/orch/run';
+export const WORKSPACE = '/workspace';
+export const EXECUTION_LABEL = 'orch.execution_id';
+
+export function volumeRoot(dataDir: string, executionId: string): string {
+  return path.join(dataDir, 'volumes', executionId);
+}
+
+/** The execution's volumes: /workspace always, plus spec.volumes, each a directory under the data dir. */
+export async function prepareVolumes(dataDir: string, executionId: string, manifest: AgentManifest): Promise<Mount[]> {
+  const root = volumeRoot(dataDir, executionId);
+  const mounts: Mount[] = [{ sandboxPath: WORKSPACE, hostPath: path.join(root, 'workspace'), readOnly: false }];
+  for (const v of manifest.spec.volumes) {
+    if (v.mount_path === WORKSPACE) continue;
+    mounts.push({ sandboxPath: v.mount_path, hostPath: path.join(root, v.name), readOnly: v.access_mode === 'read-only' });
+  }
+  for (const m of mounts) await mkdir(m.hostPath, { recursive: true });
+  return mounts;
+}
+
+export interface Sandbox {
+  handle: SandboxHandle;
+  gateway: SocketGateway;
+  runtime: ContainerRuntime;
+  stop(): Promise<void>;
+}
+
+export interface SandboxOptions {
+  runtime: ContainerRuntime;
+  registry: GatewayRegistry;
+  channel: GatewayChannel;
+  dataDir: string;
+  nodeId: string;
+  executionId: string;
+  agentId: string;
+  manifest: AgentManifest;
+  mounts: Mount[];
+  defaultImage: string;
+  logger: Logger;
+}
+
+export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
+  const runDir = path.join(o.dataDir, 'run', o.executionId);
+  await mkdir(runDir, { recursive: true });
+  // Leftovers of an earlier incarnation (a crashed node) go first: one execution, one sandbox.
+  await o.runtime.reap(EXECUTION_LABEL, o.executionId).catch((err: unknown) => o.logger.warn({ err }, 'reaping old sandboxes failed'));
+  const gateway = await listenGatewaySocket(o.registry, o.channel, path.join(runDir, 'gateway.sock'), o.logger);
+  const m = o.manifest;
+  const mounts: SandboxMount[] = [
+    { hostPath: BOOTSTRAP_DIR, sandboxPath: path.posix.dirname(SANDBOX_BOOTSTRAP), readOnly: true },
+    { hostPath: runDir, sandboxPath: SANDBOX_RUN_DIR, readOnly: false },
+    ...o.mounts.map((x) => ({ hostPath: x.hostPath, sandboxPath: x.sandboxPath, readOnly: x.readOnly })),
+  ];
+  try {
+    const handle = await o.runtime.start({
+      executionId: o.executionId,
+      agentId: o.agentId,
+      image: m.spec.runtime.image ?? o.defaultImage,
+      imagePullPolicy: m.spec.runtime.image_pull_policy,
+      command: ['node', SANDBOX_BOOTSTRAP],
+      env: {
+        ...m.spec.env,
+        ORCH_AGENT_ID: o.agentId,
+        ORCH_EXECUTION_ID: o.executionId,
+        ORCH_MODEL_ALIAS: m.spec.runtime.model,
+        ORCH_ORCHESTRATOR_URL: `unix:${SANDBOX_RUN_DIR}/gateway.sock`,
+        HOME: WORKSPACE,
+      },
+      mounts,
+      workdir: WORKSPACE,
+      network: m.spec.security.network.mode === 'allow',
+      ...(m.spec.security.resources.cpu !== undefined ? { cpu: m.spec.security.resources.cpu } : {}),
+      ...(m.spec.security.resources.memory_bytes !== undefined ? { memoryBytes: m.spec.security.resources.memory_bytes } : {}),
+      labels: { [EXECUTION_LABEL]: o.executionId, 'orch.agent_id': o.agentId, 'orch.node_id': o.nodeId },
+    });
+    let stopped = false;
+    return {
+      handle,
+      gateway,
+      runtime: o.runtime,
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        await Promise.allSettled([o.runtime.stop(handle.id), gateway.close()]);
+        await rm(runDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await gateway.close();
+    throw err;
+  }
+}

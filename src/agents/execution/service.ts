@@ -1,0 +1,214 @@
+// ExecutionService: the one implementation of execution operations behind HTTP, gRPC and (later) the orch.task.*
+// tools. Validate first, then write the row (pending, claimed for this node) in one transaction, then start its
+// actor; everything else reads the rows and the event stream.
+import { randomUUID } from 'node:crypto';
+import type { ActorRuntime } from '../../actors/runtime.ts';
+import type { BusEvent, EventBus, Subscription } from '../../bus/bus.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { Db } from '../../storage/db.ts';
+import type { AgentManifest } from '../manifest/types.ts';
+import { EXECUTION_KIND, type ExecutionMessage } from './actor.ts';
+import { appendExecutionEvent, ExecutionHistory, executionStream, readExecutionEvents, TERMINAL_EVENTS } from './events.ts';
+import * as repo from './repo.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(s: string): boolean {
+  return UUID.test(s);
+}
+
+/** Where executions get their agent: the agent registry (issue 3 part 1), behind the smallest interface. */
+export interface AgentSource {
+  getManifest(tenant: string, agentId: string): Promise<{ agent_id: string; name: string; version: string; manifest: AgentManifest }>;
+}
+
+export interface StartRequest {
+  tenant: string;
+  agentId: string;
+  input: string;
+  contextJson?: string | undefined;
+  workflowExecutionId?: string | undefined;
+}
+
+export interface ExecutionView {
+  execution_id: string;
+  agent_id: string;
+  agent_name: string;
+  agent_version: string;
+  tenant_id: string;
+  status: repo.ExecutionStatus;
+  input: string;
+  iteration: number;
+  final_output: string | null;
+  reason: string | null;
+  container_id: string | null;
+  workflow_execution_id: string | null;
+  usage: { prompt_tokens: number; completion_tokens: number };
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+}
+
+function view(r: repo.ExecutionRow): ExecutionView {
+  return {
+    execution_id: r.id,
+    agent_id: r.agent_id,
+    agent_name: r.agent_name,
+    agent_version: r.agent_version,
+    tenant_id: r.tenant_id,
+    status: r.status,
+    input: r.input,
+    iteration: r.iteration,
+    final_output: r.final_output,
+    reason: r.reason,
+    // CONTRACT.md: the container id is shown while a container runs.
+    container_id: repo.isTerminal(r.status) ? null : r.container_id,
+    workflow_execution_id: r.workflow_execution_id,
+    usage: { prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens },
+    created_at: r.created_at.toISOString(),
+    started_at: r.started_at?.toISOString() ?? null,
+    completed_at: r.completed_at?.toISOString() ?? null,
+  };
+}
+
+export interface LogEntry {
+  sequence: number;
+  event_type: 'ExecutionStarted' | 'ExecutionOutputReceived' | 'ExecutionCompleted';
+  payload: Record<string, unknown>;
+  recorded_at: string;
+}
+
+export class ExecutionService {
+  private readonly history: ExecutionHistory;
+
+  constructor(
+    private readonly db: Db,
+    private readonly bus: EventBus,
+    private readonly actors: ActorRuntime,
+    private readonly agents: AgentSource,
+    private readonly nodeId: string,
+    private readonly leaseMs: number,
+    private readonly logger: Logger,
+  ) {
+    this.history = new ExecutionHistory(db);
+  }
+
+  async start(req: StartRequest): Promise<{ execution_id: string }> {
+    if (!isUuid(req.agentId)) throw new OrchError(Errors.BAD_REQUEST, 'Invalid agent ID');
+    if (typeof req.input !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'input must be a string');
+    if (req.contextJson) {
+      try {
+        JSON.parse(req.contextJson);
+      } catch {
+        throw new OrchError(Errors.BAD_REQUEST, 'context_json is not valid JSON');
+      }
+    }
+    const agent = await this.agents.getManifest(req.tenant, req.agentId);
+    const id = randomUUID();
+    await this.db.tx((tx) =>
+      repo.insertExecution(tx, {
+        id,
+        tenantId: req.tenant,
+        agentId: agent.agent_id,
+        agentName: agent.name,
+        agentVersion: agent.version,
+        manifest: agent.manifest,
+        input: req.input,
+        contextJson: req.contextJson,
+        workflowExecutionId: req.workflowExecutionId,
+        ownerNode: this.nodeId,
+        leaseMs: this.leaseMs,
+      }),
+    );
+    try {
+      this.actors.spawn(EXECUTION_KIND, id);
+    } catch (err) {
+      throw new OrchError(Errors.INTERNAL, `execution ${id} failed to start: ${(err as Error).message}`, { cause: err });
+    }
+    this.logger.info({ execution: id, agent: agent.name }, 'execution created');
+    return { execution_id: id };
+  }
+
+  async get(tenant: string, id: string): Promise<ExecutionView> {
+    return view(await this.row(tenant, id));
+  }
+
+  private async row(tenant: string, id: string): Promise<repo.ExecutionRow> {
+    if (!isUuid(id)) throw new OrchError(Errors.BAD_REQUEST, 'Invalid execution ID');
+    const row = await repo.getTenantExecution(this.db, tenant, id);
+    if (!row) throw new OrchError(Errors.NOT_FOUND, 'Execution not found');
+    return row;
+  }
+
+  async list(tenant: string, f: { agentId?: string; status?: string; limit?: number; offset?: number }): Promise<ExecutionView[]> {
+    if (f.agentId !== undefined && !isUuid(f.agentId)) throw new OrchError(Errors.BAD_REQUEST, 'Invalid agent ID');
+    if (f.status !== undefined && !['pending', 'running', 'completed', 'failed', 'cancelled'].includes(f.status)) {
+      throw new OrchError(Errors.BAD_REQUEST, `unknown status ${f.status}`);
+    }
+    const limit = Math.min(Math.max(f.limit ?? 20, 1), 200);
+    const offset = Math.max(f.offset ?? 0, 0);
+    const rows = await repo.listExecutions(this.db, tenant, { agentId: f.agentId, status: f.status, limit, offset });
+    return rows.map(view);
+  }
+
+  /** Cancels a running execution: its actor kills the sandbox at once and records `cancelled`. */
+  async cancel(tenant: string, id: string): Promise<{ cancelled: boolean; status: string; error?: string }> {
+    const row = await this.row(tenant, id);
+    if (repo.isTerminal(row.status)) return { cancelled: false, status: row.status, error: `execution is already ${row.status}` };
+    await this.db.query('UPDATE executions SET cancel_requested = true, updated_at = now() WHERE id = $1', [id]);
+    if (this.actors.tell(EXECUTION_KIND, id, { type: 'cancel' } satisfies ExecutionMessage)) return { cancelled: true, status: 'cancelling' };
+    // No live actor here: a pending row nobody runs is cancelled directly (guarded by its status).
+    const event = await this.db.tx(async (tx) => {
+      const res = await tx.query(
+        `UPDATE executions SET status = 'cancelled', reason = 'cancelled', completed_at = now(), updated_at = now()
+         WHERE id = $1 AND status IN ('pending', 'running') AND (owner_node IS NULL OR lease_expires_at < now() OR owner_node = $2)`,
+        [id, this.nodeId],
+      );
+      if (res.rowCount === 0) return null;
+      return appendExecutionEvent(tx, id, 'execution_failed', 'terminal', {
+        execution_id: id,
+        reason: 'cancelled',
+        total_iterations: row.iteration,
+        failed_at: new Date().toISOString(),
+      });
+    });
+    if (event) await this.bus.publish(event);
+    return { cancelled: true, status: event ? 'cancelled' : 'cancelling' };
+  }
+
+  async remove(tenant: string, id: string): Promise<void> {
+    const row = await this.row(tenant, id);
+    if (!repo.isTerminal(row.status)) throw new OrchError(Errors.CONFLICT, `execution is ${row.status}; only terminal executions can be removed`);
+    await this.db.tx((tx) => repo.deleteExecution(tx, tenant, id));
+  }
+
+  /**
+   * Every event of the execution from `fromSeq`, then live ones, each once and in order; `onEvent` sees the
+   * terminal event last. Resolves with the subscription (close it when the client goes away).
+   */
+  async follow(tenant: string, id: string, onEvent: (e: BusEvent) => void, fromSeq = 1): Promise<Subscription> {
+    await this.row(tenant, id);
+    return this.bus.subscribe(executionStream(id), onEvent, { fromSeq, history: this.history });
+  }
+
+  static isTerminalEvent(e: BusEvent): boolean {
+    return TERMINAL_EVENTS.has(e.type);
+  }
+
+  /** Execution log events of seed 000: ExecutionStarted, ExecutionOutputReceived, ExecutionCompleted. */
+  async logs(tenant: string, id: string, limit = 50, offset = 0): Promise<{ execution_id: string; events: LogEntry[]; count: number; limit: number; offset: number }> {
+    const row = await this.row(tenant, id);
+    const lim = Math.min(Math.max(limit, 1), 200);
+    const all: LogEntry[] = [];
+    for (const e of await readExecutionEvents(this.db, id)) {
+      const p = e.payload as Record<string, unknown>;
+      if (e.type === 'execution_started') all.push({ sequence: 0, event_type: 'ExecutionStarted', payload: { agent_id: p.agent_id, started_at: p.started_at }, recorded_at: e.at });
+      else if (e.type === 'iteration_output') all.push({ sequence: 0, event_type: 'ExecutionOutputReceived', payload: { chunk: p.output }, recorded_at: e.at });
+      else if (TERMINAL_EVENTS.has(e.type)) all.push({ sequence: 0, event_type: 'ExecutionCompleted', payload: { execution_id: id, status: row.status }, recorded_at: e.at });
+    }
+    all.forEach((x, i) => (x.sequence = i + 1));
+    const page = all.slice(offset, offset + lim);
+    return { execution_id: id, events: page, count: page.length, limit: lim, offset };
+  }
+}

@@ -1,0 +1,81 @@
+// OrchRuntime handlers for executions: ExecuteAgent (server stream of ExecutionEvent until the terminal event) and
+// ExecuteSystemCommand. Both call the services that HTTP uses.
+import type { ServerUnaryCall, ServerWritableStream, sendUnaryData } from '@grpc/grpc-js';
+import { SYSTEM_TENANT } from '../../auth/principal.ts';
+import { hasRole } from '../../auth/roles.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import type {
+  ExecuteAgentRequest,
+  ExecuteSystemCommandRequest,
+  ExecuteSystemCommandResponse,
+  ExecutionEvent,
+  OrchRuntimeServer,
+} from '../../gen/orch/runtime/v1/runtime.js';
+import { toProtoEvent } from '../../agents/execution/events.ts';
+import { ExecutionService } from '../../agents/execution/service.ts';
+import { runSystemCommand } from '../../agents/system-command.ts';
+import type { Logger } from '../../logging/logger.ts';
+import { findPrincipal } from './auth.ts';
+import { toGrpcError } from './errors.ts';
+
+function tenantOf(call: object): string {
+  return findPrincipal(call)?.tenantId ?? SYSTEM_TENANT;
+}
+
+export function executionHandlers(executions: ExecutionService, logger: Logger): Partial<OrchRuntimeServer> {
+  return {
+    executeAgent(call: ServerWritableStream<ExecuteAgentRequest, ExecutionEvent>): void {
+      const req = call.request;
+      const tenant = tenantOf(call);
+      let closed = false;
+      void (async () => {
+        const { execution_id } = await executions.start({
+          tenant,
+          agentId: req.agent_id,
+          input: req.input,
+          contextJson: req.context_json || undefined,
+          workflowExecutionId: req.workflow_execution_id || undefined,
+        });
+        const sub = await executions.follow(tenant, execution_id, (e) => {
+          if (closed) return;
+          call.write(toProtoEvent(e));
+          if (ExecutionService.isTerminalEvent(e)) {
+            closed = true;
+            call.end();
+            void sub?.close();
+          }
+        });
+        call.on('cancelled', () => {
+          closed = true;
+          void sub.close();
+        });
+        if (closed) await sub.close();
+      })().catch((err: unknown) => {
+        if (closed) return;
+        closed = true;
+        logger.debug({ err }, 'ExecuteAgent failed');
+        call.destroy(toGrpcError(err) as unknown as Error);
+      });
+    },
+
+    executeSystemCommand(
+      call: ServerUnaryCall<ExecuteSystemCommandRequest, ExecuteSystemCommandResponse>,
+      callback: sendUnaryData<ExecuteSystemCommandResponse>,
+    ): void {
+      const principal = findPrincipal(call);
+      // A shell on the orchestrator host: operators (and unauthenticated deployments that turned auth off) only.
+      if (principal && !hasRole(principal, 'operator')) {
+        callback(toGrpcError(new OrchError(Errors.FORBIDDEN, 'ExecuteSystemCommand needs the operator role')));
+        return;
+      }
+      const r = call.request;
+      if (!r.command) {
+        callback(toGrpcError(new OrchError(Errors.BAD_REQUEST, 'command is required')));
+        return;
+      }
+      runSystemCommand({ command: r.command, env: r.env, workdir: r.workdir, timeoutSeconds: r.timeout_seconds })
+        .then((res) => callback(null, { exit_code: res.exit_code, stdout: res.stdout, stderr: res.stderr, duration_ms: res.duration_ms }))
+        .catch((err: unknown) => callback(toGrpcError(err)));
+    },
+  };
+}

@@ -1,0 +1,110 @@
+// Executions over HTTP (seed 000 and CONTRACT.md): start, list, detail, cancel, remove, logs, and the live event
+// stream as Server-Sent Events. All of it is ExecutionService; this file only translates.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { BusEvent } from '../../bus/bus.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import { toJsonEvent } from '../../agents/execution/events.ts';
+import { ExecutionService } from '../../agents/execution/service.ts';
+import { principalOf } from './auth-hook.ts';
+
+interface StartBody {
+  agent_id?: unknown;
+  input?: unknown;
+  context_json?: unknown;
+  context_overrides?: unknown;
+  intent?: unknown;
+}
+
+function inputOf(body: StartBody | undefined): string {
+  if (body?.input === undefined) throw new OrchError(Errors.BAD_REQUEST, 'input is required');
+  if (typeof body.input !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'input must be a string');
+  return body.input;
+}
+
+function contextOf(body: StartBody | undefined): string | undefined {
+  const c = body?.context_json ?? body?.context_overrides;
+  if (c === undefined || c === null) return undefined;
+  return typeof c === 'string' ? c : JSON.stringify(c);
+}
+
+function intParam(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
+  return n;
+}
+
+/** Streams the execution's events as SSE until the terminal event or the client leaves. */
+async function streamSse(service: ExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId?: string): Promise<void> {
+  const from = lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) + 1 : 1;
+  let ended = false;
+  const raw = reply.raw;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const write = (e: BusEvent): void => {
+    if (ended) return;
+    raw.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(toJsonEvent(e))}\n\n`);
+    if (ExecutionService.isTerminalEvent(e)) {
+      ended = true;
+      finish();
+    }
+  };
+  // Validate (404/400) before the 200 goes out.
+  await service.get(tenant, id);
+  reply.hijack();
+  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  raw.write(': stream of execution events\n\n');
+  const sub = await service.follow(tenant, id, write, from);
+  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
+  raw.on('close', () => finish());
+  await done;
+  clearInterval(keepAlive);
+  await sub.close();
+  raw.end();
+}
+
+export function registerExecutionRoutes(app: FastifyInstance, executions: ExecutionService): void {
+  app.post<{ Body: StartBody }>('/v1/executions', async (request) => {
+    const p = principalOf(request);
+    const agentId = request.body?.agent_id;
+    if (typeof agentId !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'Invalid agent ID');
+    return executions.start({ tenant: p.tenantId, agentId, input: inputOf(request.body), contextJson: contextOf(request.body) });
+  });
+
+  app.post<{ Params: { id: string }; Body: StartBody }>('/v1/agents/:id/execute', async (request) => {
+    const p = principalOf(request);
+    return executions.start({ tenant: p.tenantId, agentId: request.params.id, input: inputOf(request.body), contextJson: contextOf(request.body) });
+  });
+
+  app.get<{ Querystring: { agent_id?: string; status?: string; limit?: string; offset?: string } }>('/v1/executions', async (request) => {
+    const p = principalOf(request);
+    const q = request.query;
+    const limit = intParam(q.limit, 'limit');
+    const offset = intParam(q.offset, 'offset');
+    const list = await executions.list(p.tenantId, {
+      ...(q.agent_id !== undefined ? { agentId: q.agent_id } : {}),
+      ...(q.status !== undefined ? { status: q.status } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+      ...(offset !== undefined ? { offset } : {}),
+    });
+    return { executions: list };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/executions/:id', async (request) => executions.get(principalOf(request).tenantId, request.params.id));
+
+  app.post<{ Params: { id: string } }>('/v1/executions/:id/cancel', async (request) => executions.cancel(principalOf(request).tenantId, request.params.id));
+
+  app.delete<{ Params: { id: string } }>('/v1/executions/:id', async (request) => {
+    await executions.remove(principalOf(request).tenantId, request.params.id);
+    return { removed: true };
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { limit?: string; offset?: string } }>('/v1/executions/:id/logs', async (request) =>
+    executions.logs(principalOf(request).tenantId, request.params.id, intParam(request.query.limit, 'limit') ?? 50, intParam(request.query.offset, 'offset') ?? 0),
+  );
+
+  app.get<{ Params: { id: string } }>('/v1/executions/:id/stream', async (request, reply) => {
+    const last = request.headers['last-event-id'];
+    await streamSse(executions, principalOf(request).tenantId, request.params.id, reply, Array.isArray(last) ? last[0] : last);
+  });
+}
