@@ -1,0 +1,78 @@
+// Wires the agents capability into a node: sandbox runtimes, the gateway registry, the ExecutionActor kind and
+// the ExecutionService that HTTP and gRPC share. The node decides when; this decides how.
+import type { ActorRuntime } from '../actors/runtime.ts';
+import type { ActorKind, ActorMessage } from '../actors/kind.ts';
+import type { EventBus } from '../bus/bus.ts';
+import type { NodeConfig } from '../config/types.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { Db } from '../storage/db.ts';
+import { executionKind, type ExecutionMessage } from './execution/actor.ts';
+import { GatewayRegistry } from './execution/gateway-server.ts';
+import { ExecutionService, type AgentSource } from './execution/service.ts';
+import type { CmdCeilings } from './execution/tools.ts';
+import type { Judge } from './execution/validate.ts';
+import type { LlmRegistry } from './llm/types.ts';
+import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST, DEFAULT_RUNTIME_IMAGE } from './runtime/select.ts';
+import type { ContainerRuntime } from './runtime/types.ts';
+
+/** How long an execution row's claim lasts without renewal (renewed every third of it). */
+export const EXECUTION_LEASE_MS = 30_000;
+
+export interface AgentsCapability {
+  executions: ExecutionService;
+  gateways: GatewayRegistry;
+  kind: ActorKind<ActorMessage>;
+  runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>>;
+}
+
+export function cmdCeilings(config: NodeConfig): CmdCeilings {
+  const cmd = config.builtin_dispatchers.find((d) => d.name === 'cmd')?.config ?? {};
+  const num = (v: unknown, d: number): number => (typeof v === 'number' && v > 0 ? v : d);
+  return { max_output_bytes: num(cmd.max_output_bytes, 524_288), timeout_ceiling_secs: num(cmd.timeout_ceiling_secs, 300) };
+}
+
+export async function startAgentsCapability(o: {
+  config: NodeConfig;
+  db: Db;
+  bus: EventBus;
+  actors: ActorRuntime;
+  agents: AgentSource;
+  llm: LlmRegistry;
+  judge?: Judge;
+  logger: Logger;
+  onFirstGenerate?: (executionId: string, at: number) => void;
+}): Promise<AgentsCapability> {
+  const log = o.logger.child({ component: 'agents' });
+  const nodeId = o.config.node.id;
+  const runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>> = {
+    process: createRuntime('process', { logger: log, nodeId }),
+  };
+  const dockerHost = o.config.runtime.docker_host ?? DEFAULT_DOCKER_HOST;
+  if (o.config.runtime.docker_host || o.config.runtime.default_isolation === 'docker') {
+    if (await dockerAvailable(dockerHost)) {
+      runtimes.docker = createRuntime('docker', { logger: log, nodeId, dockerHost });
+    } else {
+      log.warn({ dockerHost }, 'no container engine answers; docker isolation is unavailable on this node');
+    }
+  }
+  const gateways = new GatewayRegistry();
+  const kind = executionKind({
+    db: o.db,
+    bus: o.bus,
+    llm: o.llm,
+    runtimes,
+    defaultIsolation: o.config.runtime.default_isolation,
+    defaultImage: DEFAULT_RUNTIME_IMAGE,
+    gateways,
+    nodeId,
+    dataDir: o.config.dataDir,
+    ceilings: cmdCeilings(o.config),
+    ...(o.judge ? { judge: o.judge } : {}),
+    ...(o.onFirstGenerate ? { onFirstGenerate: o.onFirstGenerate } : {}),
+    logger: log,
+    leaseMs: EXECUTION_LEASE_MS,
+  });
+  o.actors.register<ExecutionMessage>(kind);
+  const executions = new ExecutionService(o.db, o.bus, o.actors, o.agents, nodeId, EXECUTION_LEASE_MS, log);
+  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes };
+}
