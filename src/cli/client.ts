@@ -15,6 +15,20 @@ export class ApiClient {
     this.token = opts.token ?? env.ORCH_TOKEN;
   }
 
+  /** A request whose body the caller reads (streams); non-2xx answers still fail as one line. */
+  async raw(method: string, path: string): Promise<Response> {
+    const headers: Record<string, string> = {};
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl}${path}`, { method, headers });
+    } catch (err) {
+      throw new CliError(`cannot reach ${this.baseUrl}: ${(err as Error).message}`);
+    }
+    if (!res.ok) throw new CliError(`${method} ${path} failed with ${res.status}: ${await res.text()}`);
+    return res;
+  }
+
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.token) headers.authorization = `Bearer ${this.token}`;

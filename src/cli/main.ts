@@ -8,6 +8,7 @@ import { createLogger } from '../logging/logger.ts';
 import { startNode } from '../node/node.ts';
 import { ApiClient } from './client.ts';
 import { CliError, printJson, printTable } from './output.ts';
+import { registerAgentCommands } from './agent-commands.ts';
 
 interface GlobalOpts {
   json?: boolean;
@@ -108,6 +109,8 @@ program
     if (program.opts<GlobalOpts>().json) printJson({ token });
     else process.stdout.write(`${token}\n`);
   });
+
+registerAgentCommands(program);
 
 const node = program.command('node').description('cluster members');
 node

@@ -12,6 +12,11 @@ import { installErrorHandling } from './errors.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerIdentityRoutes } from './identity-routes.ts';
 import { registerUnimplementedRoutes } from './unimplemented.ts';
+import { registerExecutionRoutes } from './execution-routes.ts';
+import { registerDispatchGatewayRoute } from './dispatch-gateway-route.ts';
+import { registerWsFeed } from './ws-feed.ts';
+import type { ExecutionService } from '../../agents/execution/service.ts';
+import type { GatewayRegistry } from '../../agents/execution/gateway-server.ts';
 
 export interface HttpDeps {
   logger: Logger;
@@ -19,6 +24,11 @@ export interface HttpDeps {
   authenticator: Authenticator;
   cluster: ClusterService;
   isShuttingDown: () => boolean;
+  /** The agents capability; absent on a node that runs no executions (tests of other parts). */
+  executions?: ExecutionService;
+  gateways?: GatewayRegistry;
+  /** Registers the agent registry routes (owned by src/agents). */
+  registerAgents?: (app: FastifyInstance) => void;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -50,6 +60,12 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown });
   registerIdentityRoutes(app);
   registerClusterRoutes(app, deps.cluster);
+  deps.registerAgents?.(app);
+  if (deps.executions) {
+    registerExecutionRoutes(app, deps.executions);
+    await registerWsFeed(app, deps.executions);
+  }
+  if (deps.gateways) registerDispatchGatewayRoute(app, deps.gateways);
   registerUnimplementedRoutes(app);
   await app.ready();
   return app;
