@@ -55,6 +55,15 @@ export async function startAgentsCapability(o: {
       log.warn({ dockerHost }, 'no container engine answers; docker isolation is unavailable on this node');
     }
   }
+  // Every sandbox labelled with this node id belongs to an earlier incarnation (a crash, a SIGKILL): each execution
+  // still running gets a fresh one when its actor resumes, so all of them are orphans now.
+  if (runtimes.docker) {
+    const reaped = await runtimes.docker.reap('orch.node_id', nodeId).catch((err: unknown) => {
+      log.warn({ err }, 'reaping orphan containers failed');
+      return [];
+    });
+    if (reaped.length > 0) log.info({ containers: reaped.length }, 'removed orphan containers of an earlier run');
+  }
   const gateways = new GatewayRegistry();
   const kind = executionKind({
     db: o.db,
