@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|http|db|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|http|db|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -9,6 +9,7 @@ import type { Db } from '../src/storage/db.ts';
 import { silentLogger } from '../src/logging/logger.ts';
 import { startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
+import { benchGateway, type GatewayFigures } from './gateway.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -118,8 +119,23 @@ async function benchStartup(): Promise<void> {
   report('orch up (fresh data dir, PGlite) to first /health 200', samples, 'ms');
 }
 
+async function benchToolCalls(): Promise<void> {
+  const samples: GatewayFigures[] = [];
+  for (let i = 0; i < RUNS; i++) samples.push(await benchGateway(1000));
+  const sandbox = samples[0]?.sandbox ?? '';
+  const f = (x: number): string => x.toFixed(3);
+  const line = (name: string, pick: (g: GatewayFigures) => number): void => {
+    process.stdout.write(`${name.padEnd(52)} median ${f(median(samples.map(pick))).padStart(8)} ms   runs: ${samples.map((g) => f(pick(g))).join(', ')}\n`);
+  };
+  line(`tool call overhead p50 (gateway, ${sandbox})`, (g) => g.overheadP50);
+  line(`tool call overhead p99 (gateway, ${sandbox})`, (g) => g.overheadP99);
+  line('tool call round trip p50 incl. spawning `true`', (g) => g.roundTripP50);
+  line('tool call round trip p99 incl. spawning `true`', (g) => g.roundTripP99);
+}
+
 const what = process.argv[2] ?? 'all';
 process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, node ${process.version}, ${os.cpus().length} cpus\n`);
 if (what === 'startup' || what === 'all') await benchStartup();
+if (what === 'toolcalls' || what === 'all') await benchToolCalls();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();
