@@ -10,7 +10,7 @@ import { executionKind, type ExecutionMessage } from './execution/actor.ts';
 import { GatewayRegistry } from './execution/gateway-server.ts';
 import { ExecutionService, type AgentSource } from './execution/service.ts';
 import type { CmdCeilings } from './execution/tools.ts';
-import type { Judge } from './execution/validate.ts';
+import type { TenantJudge } from './execution/judge.ts';
 import type { LlmRegistry } from './llm/types.ts';
 import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST, DEFAULT_RUNTIME_IMAGE } from './runtime/select.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
@@ -38,7 +38,7 @@ export async function startAgentsCapability(o: {
   actors: ActorRuntime;
   agents: AgentSource;
   llm: LlmRegistry;
-  judge?: Judge;
+  judge?: TenantJudge;
   logger: Logger;
   onFirstGenerate?: (executionId: string, at: number) => void;
 }): Promise<AgentsCapability> {

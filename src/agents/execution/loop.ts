@@ -22,7 +22,8 @@ import { Journal } from './journal.ts';
 import type { ExecutionRow } from './repo.ts';
 import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
 import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
-import { validateIteration, type Judge } from './validate.ts';
+import { validateIteration } from './validate.ts';
+import type { TenantJudge } from './judge.ts';
 
 /** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
 const MAX_TURNS_PER_ITERATION = 50;
@@ -38,7 +39,7 @@ export interface LoopDeps {
   nodeId: string;
   dataDir: string;
   ceilings: CmdCeilings;
-  judge?: Judge;
+  judge?: TenantJudge;
   logger: Logger;
   /** Observability hook for benchmarks and tests (time of the first `generate`). */
   onFirstGenerate?: (executionId: string, at: number) => void;
@@ -351,7 +352,7 @@ export class ExecutionLoop {
 
   private async judge(rule: Extract<AgentManifest['spec']['execution']['validation'][number], { type: 'semantic' }>, output: string) {
     if (!this.deps.judge) return { score: 0, reasoning: `no judge runner is configured for ${rule.judge_agent}` };
-    return this.deps.judge(rule, output);
+    return this.deps.judge(this.row.tenant_id, rule, output);
   }
 
   private finishFailed(reason: string): Promise<void> {
