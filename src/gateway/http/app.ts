@@ -28,7 +28,7 @@ export interface HttpDeps {
   executions?: ExecutionService;
   gateways?: GatewayRegistry;
   /** Registers the agent registry routes (owned by src/agents). */
-  registerAgents?: (app: FastifyInstance) => void;
+  registerAgents?: (app: FastifyInstance) => Promise<void> | void;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -60,7 +60,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown });
   registerIdentityRoutes(app);
   registerClusterRoutes(app, deps.cluster);
-  deps.registerAgents?.(app);
+  await deps.registerAgents?.(app);
   if (deps.executions) {
     registerExecutionRoutes(app, deps.executions);
     await registerWsFeed(app, deps.executions);
