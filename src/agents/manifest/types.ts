@@ -85,4 +85,6 @@ export interface AgentManifest {
 export interface ManifestError {
   field: string;
   message: string;
+  /** 1-based line of the YAML text, when known (syntax errors). */
+  line?: number;
 }

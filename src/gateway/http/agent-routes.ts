@@ -1,0 +1,115 @@
+// The agent registry over HTTP (seed 000 and CONTRACT.md). Deploy bodies: JSON `{manifest_yaml, force?, scope?}`,
+// or the raw YAML itself with Content-Type application/yaml or text/yaml (then `?force=true&scope=...`). A bad
+// manifest is 422 `{"error": "invalid agent manifest", "errors": [{field, message}]}`. `{id}` is a UUID or a name.
+// All of it is AgentService; this file only translates. The routes live in their own encapsulated scope so the
+// YAML body parser applies to them only.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import { AgentManifestInvalid, SCOPES, type AgentScope, type AgentService, type Viewer } from '../../agents/service.ts';
+import { principalOf } from './auth-hook.ts';
+
+interface DeployBody {
+  manifest_yaml?: unknown;
+  force?: unknown;
+  scope?: unknown;
+}
+
+interface DeployQuery {
+  force?: string;
+  scope?: string;
+}
+
+const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
+
+function flag(v: unknown, name: string): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v === 'boolean') return v;
+  if (v === 'true' || v === '1' || v === '') return true;
+  if (v === 'false' || v === '0') return false;
+  throw new OrchError(Errors.BAD_REQUEST, `${name} must be a boolean`);
+}
+
+function scopeOf(v: unknown): AgentScope | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string' && (SCOPES as readonly string[]).includes(v)) return v as AgentScope;
+  throw new OrchError(Errors.BAD_REQUEST, `scope must be one of ${SCOPES.join(', ')}`);
+}
+
+/** The manifest text and options from either body form. */
+function deployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
+  if (typeof body === 'string') {
+    const scope = scopeOf(query.scope);
+    return { yaml: body, force: flag(query.force, 'force'), ...(scope ? { scope } : {}) };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new OrchError(Errors.BAD_REQUEST, 'body must be {"manifest_yaml": "...", "force"?: bool} or the YAML itself (Content-Type: application/yaml)');
+  }
+  const b = body as DeployBody;
+  if (typeof b.manifest_yaml !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'manifest_yaml is required and must be a string');
+  const scope = scopeOf(b.scope ?? query.scope);
+  return { yaml: b.manifest_yaml, force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
+}
+
+function viewerOf(request: FastifyRequest): { tenant: string; viewer: Viewer } {
+  const p = principalOf(request);
+  return { tenant: p.tenantId, viewer: { subject: p.subject, roles: p.roles } };
+}
+
+/** Runs `fn`, answering a manifest error as 422 with `errors` (the shared handler would put them in `details`). */
+async function manifestErrors<T>(reply: FastifyReply, fn: () => Promise<T>): Promise<T | FastifyReply> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof AgentManifestInvalid) return reply.status(422).send({ error: err.message, errors: err.errors });
+    throw err;
+  }
+}
+
+export async function registerAgentRoutes(app: FastifyInstance, agents: AgentService): Promise<void> {
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+    scope.get('/v1/agents', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return { agents: await agents.list(tenant, viewer) };
+    });
+
+    scope.get<{ Params: { name: string } }>('/v1/agents/lookup/:name', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return agents.lookup(tenant, request.params.name, viewer);
+    });
+
+    scope.post<{ Querystring: DeployQuery }>('/v1/agents', async (request, reply) => {
+      const p = principalOf(request);
+      const input = deployInput(request.body, request.query);
+      return manifestErrors(reply, async () => {
+        const res = await agents.deploy({ tenant: p.tenantId, subject: p.subject, roles: p.roles, ...input });
+        return reply.status(201).send({ agent_id: res.agent_id, name: res.name, version: res.version });
+      });
+    });
+
+    scope.get<{ Params: { id: string } }>('/v1/agents/:id', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return agents.get(tenant, request.params.id, viewer);
+    });
+
+    scope.put<{ Params: { id: string }; Querystring: DeployQuery }>('/v1/agents/:id', async (request, reply) => {
+      const { tenant, viewer } = viewerOf(request);
+      const input = deployInput(request.body, request.query);
+      return manifestErrors(reply, async () => {
+        const res = await agents.update(tenant, request.params.id, input.yaml, { ...viewer, force: input.force });
+        return reply.status(200).send({ agent_id: res.agent_id, name: res.name, version: res.version, replaced: res.replaced });
+      });
+    });
+
+    scope.delete<{ Params: { id: string }; Querystring: { version?: string } }>('/v1/agents/:id', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return agents.remove(tenant, request.params.id, viewer, request.query.version);
+    });
+
+    scope.get<{ Params: { id: string } }>('/v1/agents/:id/versions', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return agents.versions(tenant, request.params.id, viewer);
+    });
+  });
+}
