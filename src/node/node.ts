@@ -19,6 +19,12 @@ import { buildHttpApp } from '../gateway/http/app.ts';
 import { createRuntimeServer } from '../gateway/grpc/runtime-server.ts';
 import { createClusterServer } from '../cluster/grpc/cluster-server.ts';
 import { startGrpcServer } from '../gateway/grpc/start.ts';
+import { executionHandlers } from '../gateway/grpc/execution-handlers.ts';
+import { registerAgentRoutes } from '../gateway/http/agent-routes.ts';
+import { AgentService } from '../agents/service.ts';
+import { startAgentsCapability, type AgentsCapability } from '../agents/capability.ts';
+import { createLlmJudge } from '../agents/execution/judge.ts';
+import { createLlmRegistry } from '../agents/llm/registry.ts';
 
 export interface NodeAddresses {
   http: string;
@@ -67,6 +73,24 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     actors.register<NodePeerMessage>(peerKind);
     kinds.push(peerKind as unknown as ActorKind<ActorMessage>);
 
+    // Agents: the registry, model providers, and (on nodes that run work) the ExecutionActor kind.
+    const agentService = new AgentService(db, log);
+    const llm = createLlmRegistry(config.llm_providers, log);
+    let agentsCap: AgentsCapability | undefined;
+    if (config.node.role !== 'controller') {
+      agentsCap = await startAgentsCapability({
+        config,
+        db,
+        bus,
+        actors,
+        agents: agentService,
+        llm,
+        judge: createLlmJudge(llm, agentService),
+        logger: log,
+      });
+      kinds.push(agentsCap.kind);
+    }
+
     let shuttingDown = false;
     const cluster = new ClusterService(db);
     const app: FastifyInstance = await buildHttpApp({
@@ -75,13 +99,19 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       authenticator,
       cluster,
       isShuttingDown: () => shuttingDown,
+      registerAgents: (app) => registerAgentRoutes(app, agentService),
+      ...(agentsCap ? { executions: agentsCap.executions, gateways: agentsCap.gateways } : {}),
     });
     await app.listen({ host: config.http.bind, port: config.http.port });
     cleanups.push(() => app.close());
     const httpPort = (app.server.address() as { port: number }).port;
 
     const runtime = await startGrpcServer(
-      createRuntimeServer({ auth: { ...config.grpc_auth, authenticator }, logger: log }),
+      createRuntimeServer({
+        auth: { ...config.grpc_auth, authenticator },
+        logger: log,
+        ...(agentsCap ? { handlers: executionHandlers(agentsCap.executions, log) } : {}),
+      }),
       config.http.bind,
       config.grpc.port,
     );

@@ -25,6 +25,7 @@ export interface ExecutionActorSettings extends LoopDeps {
 class ExecutionBehaviour implements Behaviour<ExecutionMessage> {
   private fence: RowFence | undefined;
   private abort: AbortController | undefined;
+  private running: Promise<void> | undefined;
   private readonly log: Logger;
 
   constructor(
@@ -53,7 +54,7 @@ class ExecutionBehaviour implements Behaviour<ExecutionMessage> {
     if (row.cancel_requested) abort.abort(new CancelledByUser());
     const loop = new ExecutionLoop(this.s, claim, row);
     this.actor.schedule(this.s.leaseMs / 3, { type: 'renew' });
-    loop.run(abort.signal).then(
+    this.running = loop.run(abort.signal).then(
       () => this.actor.schedule(0, { type: 'loop_ended' }),
       (error: Error) => {
         if (isHandOver(error)) {
@@ -97,6 +98,8 @@ class ExecutionBehaviour implements Behaviour<ExecutionMessage> {
   async shutdown(): Promise<void> {
     const fence = this.fence;
     this.abort?.abort(new NodeShuttingDown());
+    // Let the loop kill its sandbox before the stores close (bounded: a stuck engine must not hang the stop).
+    if (this.running) await Promise.race([this.running, new Promise((r) => setTimeout(r, 5000))]);
     this.fence = undefined;
     // Give the row up so the next start (or another node) resumes it without waiting for the lease to expire.
     if (fence) await releaseRow(this.s.db, fence).catch(() => undefined);

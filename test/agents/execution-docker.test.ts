@@ -1,0 +1,43 @@
+// The acceptance scenarios of execution-e2e.test.ts in real podman containers (Docker Engine API, DOCKER_HOST or
+// the socket scripts/setup-podman.sh starts) on PostgreSQL. Never skipped: a missing engine fails.
+import test from 'ava';
+import Docker from 'dockerode';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { dockerConnection, DEFAULT_DOCKER_HOST } from '../../src/agents/runtime/docker.ts';
+import { createTestDatabase } from '../support/pg.ts';
+import { runCancelScenario, runIterativeScenario, runResumeScenario, type ScenarioEnv } from './execution-scenarios.ts';
+
+const dockerHost = process.env.DOCKER_HOST || DEFAULT_DOCKER_HOST;
+const docker = new Docker(dockerConnection(dockerHost));
+
+async function env(t: import('ava').ExecutionContext): Promise<ScenarioEnv> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-e2e-docker-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  return { dir, isolation: 'docker', dockerHost, databaseUrl: db.url };
+}
+
+async function containersOf(executionId: string): Promise<string[]> {
+  const list = await docker.listContainers({ all: true, filters: { label: [`orch.execution_id=${executionId}`] } });
+  return list.map((c) => c.Id);
+}
+
+test('podman: iterative execution, identical events over gRPC, SSE and WebSocket', async (t) => {
+  await runIterativeScenario(t, await env(t));
+});
+
+test('podman: cancel during a running command removes the container within 2 s', async (t) => {
+  const { executionId } = await runCancelScenario(t, await env(t));
+  t.deepEqual(await containersOf(executionId), [], 'no container left');
+});
+
+test('podman: SIGKILL mid-execution resumes in a fresh container on the same volume; no orphan survives', async (t) => {
+  const e = await env(t);
+  await runResumeScenario(t, e);
+  const all = await docker.listContainers({ all: true, filters: { label: ['orch.execution_id'] } });
+  const mine = all.filter((c) => Object.values(c.Mounts ?? []).some((m) => (m.Source ?? '').startsWith(e.dir)));
+  t.deepEqual(mine.map((c) => c.Id), [], 'the killed node\'s container was reaped and the resumed one removed');
+});
