@@ -1,0 +1,124 @@
+// Executions over HTTP, gRPC and the CLI, on one real node: bad inputs get the seed's errors, a node with no model
+// provider fails the execution with the CONTRACT sentence, one-shot agents take one iteration, remove/list/detail
+// behave, ExecuteSystemCommand runs a shell command, and `orch agent run` streams and sets its exit code.
+import test from 'ava';
+import { credentials, Metadata, status } from '@grpc/grpc-js';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { OrchRuntimeClient, type ExecuteSystemCommandResponse } from '../../src/gen/orch/runtime/v1/runtime.js';
+import { eventually, runOrch, startOrchNode } from '../support/node-process.ts';
+import { startScriptedLlm } from '../support/scripted-llm.ts';
+import { api, sseEvents } from './execution-scenarios.ts';
+
+const ONE_SHOT = (name: string, model = 'default') => `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: ${name}, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", model: ${model} }
+  task: { instruction: Answer in one word. }
+  execution: { mode: one-shot, validation: [ { type: json_schema, schema: { type: object, required: [answer] } } ] }
+  tools: [ fs.read ]
+`;
+
+async function node(t: import('ava').ExecutionContext, llmUrl?: string) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-exec-api-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const config = path.join(dir, 'node.yaml');
+  await writeFile(
+    config,
+    `apiVersion: orch.dev/v1
+kind: NodeConfig
+metadata: { name: api-node }
+spec:
+  node: { id: api-${randomUUID().slice(0, 8)}, role: hybrid }
+  runtime: { default_isolation: process }
+${llmUrl ? `  llm_providers: [ { name: s, type: openai, endpoint: "${llmUrl}", api_key: k, models: [ { alias: default, model: m } ] } ]\n` : ''}`,
+  );
+  const n = await startOrchNode({ ORCH_CONFIG: config, ORCH_DATA_DIR: path.join(dir, 'data'), DATABASE_URL: undefined, REDIS_URL: undefined });
+  t.teardown(() => n.child.kill('SIGKILL'));
+  return { node: n, s: { http: n.banner.http, token: n.banner.dev_token ?? '' }, dir };
+}
+
+test('bad inputs: non-UUID agent 400, unknown agent 404, missing input 400, unknown execution 404', async (t) => {
+  const { s } = await node(t);
+  t.deepEqual(await api(s, 'POST', '/v1/executions', { agent_id: 'not-a-uuid', input: 'x' }), { status: 400, body: { error: 'Invalid agent ID' } });
+  t.deepEqual(await api(s, 'POST', '/v1/executions', { agent_id: randomUUID(), input: 'x' }), { status: 404, body: { error: 'Agent not found' } });
+  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('asker') });
+  t.is(dep.status, 201);
+  t.is((await api(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id })).status, 400);
+  t.is((await api(s, 'GET', `/v1/executions/${randomUUID()}`)).status, 404);
+  t.is((await api(s, 'GET', '/v1/executions/nope')).status, 400);
+  t.is((await api(s, 'GET', '/v1/executions?status=bogus')).status, 400);
+  const bad = await api<{ error: string; errors: { field: string }[] }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('asker').replace('node, version: "20"', 'cobol, version: "85"') });
+  t.is(bad.status, 422);
+  t.true(bad.body.errors.some((e) => e.field.startsWith('spec.runtime')), JSON.stringify(bad.body));
+  const res = await fetch(`${s.http}/v1/executions`);
+  t.is(res.status, 401, 'no token, no executions');
+});
+
+test('with no model provider the execution fails with the CONTRACT sentence', async (t) => {
+  const { s } = await node(t);
+  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('nomodel') });
+  const started = await api<{ execution_id: string }>(s, 'POST', `/v1/agents/${dep.body.agent_id}/execute`, { input: 'hi' });
+  t.is(started.status, 200);
+  const events = await sseEvents(s, started.body.execution_id);
+  t.deepEqual(events.map((e) => Object.keys(e)[0]), ['execution_started', 'execution_failed']);
+  t.is(events[1]?.execution_failed?.reason, 'no LLM provider configured for alias "default"');
+  const detail = await api<{ status: string; reason: string }>(s, 'GET', `/v1/executions/${started.body.execution_id}`);
+  t.like(detail.body, { status: 'failed', reason: 'no LLM provider configured for alias "default"' });
+});
+
+test('one-shot: one iteration; json_schema validation; list, detail, remove; ExecuteSystemCommand; orch agent run', async (t) => {
+  const llm = await startScriptedLlm((body) => {
+    const user = body.messages.find((m) => m.role === 'user')?.content ?? '';
+    return { content: String(user).includes('bad') ? 'not json' : '{"answer": "yes"}' };
+  });
+  t.teardown(() => llm.close());
+  const { s, node: n } = await node(t, llm.url);
+  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('oneshot') });
+  const ok = await api<{ execution_id: string }>(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'good' });
+  const okEvents = await sseEvents(s, ok.body.execution_id);
+  t.deepEqual(okEvents.map((e) => Object.keys(e)[0]), ['execution_started', 'iteration_started', 'iteration_output', 'iteration_completed', 'execution_completed']);
+  const bad = await api<{ execution_id: string }>(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'bad' });
+  const badEvents = await sseEvents(s, bad.body.execution_id);
+  t.deepEqual(badEvents.map((e) => Object.keys(e)[0]), ['execution_started', 'iteration_started', 'iteration_output', 'iteration_failed', 'execution_failed'], 'one-shot: no refinement');
+  t.regex(String(badEvents[4]?.execution_failed?.reason), /not valid JSON/);
+
+  const list = await api<{ executions: { execution_id: string; status: string }[] }>(s, 'GET', `/v1/executions?agent_id=${dep.body.agent_id}&status=completed`);
+  t.deepEqual(list.body.executions.map((e) => e.execution_id), [ok.body.execution_id]);
+  t.is((await api(s, 'DELETE', `/v1/executions/${ok.body.execution_id}`)).status, 200);
+  t.is((await api(s, 'GET', `/v1/executions/${ok.body.execution_id}`)).status, 404);
+
+  // ExecuteSystemCommand over gRPC with env, workdir and timeout.
+  const client = new OrchRuntimeClient(n.banner.grpc, credentials.createInsecure());
+  t.teardown(() => client.close());
+  const md = new Metadata();
+  md.set('authorization', `Bearer ${s.token}`);
+  const out = await new Promise<ExecuteSystemCommandResponse>((resolve, reject) =>
+    client.executeSystemCommand({ command: 'echo "$GREETING from $(pwd)"; echo err >&2; exit 7', env: { GREETING: 'hi' }, workdir: '/tmp', timeout_seconds: 10 }, md, (err, res) => (err ? reject(err) : resolve(res))),
+  );
+  t.like(out, { exit_code: 7, stdout: 'hi from /tmp\n', stderr: 'err\n' });
+  const slow = await new Promise<ExecuteSystemCommandResponse>((resolve, reject) =>
+    client.executeSystemCommand({ command: 'sleep 20', env: {}, workdir: undefined, timeout_seconds: 1 }, md, (err, res) => (err ? reject(err) : resolve(res))),
+  );
+  t.is(slow.exit_code, 124, 'timed out');
+  const denied = await new Promise<{ code?: number }>((resolve) =>
+    client.executeSystemCommand({ command: 'true', env: {}, workdir: undefined, timeout_seconds: 1 }, new Metadata(), (err) => resolve(err ?? {})),
+  );
+  t.is(denied.code, status.UNAUTHENTICATED);
+
+  // The CLI: `orch agent run` streams and exits 0 on completion, non-zero on failure.
+  const env = { ORCH_URL: s.http, ORCH_TOKEN: s.token };
+  const run = await runOrch(['agent', 'run', 'oneshot', '--input', 'good'], env);
+  t.is(run.code, 0, run.stderr);
+  t.regex(run.stdout, /completed after 1 iteration/);
+  const failed = await runOrch(['agent', 'run', 'oneshot', '--input', 'bad'], env);
+  t.is(failed.code, 1);
+  t.regex(failed.stderr, /did not complete/);
+  const ls = await runOrch(['--json', 'agent', 'ls'], env);
+  t.is(ls.code, 0, ls.stderr);
+  t.true((JSON.parse(ls.stdout) as { agents: { name: string }[] }).agents.some((a) => a.name === 'oneshot'));
+  await eventually(async () => ((await api<{ executions: unknown[] }>(s, 'GET', '/v1/executions')).body.executions.length >= 3 ? true : undefined));
+});
