@@ -27,6 +27,8 @@ export interface LlmRequest {
   messages: LlmMessage[];
   tools: LlmToolDef[];
   temperature?: number;
+  /** Upper bound of generated tokens (Anthropic requires one: 4096 when absent; OpenAI-compatible: server default). */
+  max_tokens?: number;
   /** Aborts the request (llm_timeout_seconds, cancel). */
   signal?: AbortSignal;
 }
@@ -54,7 +56,7 @@ export interface LlmProvider {
 
 /** Resolves aliases across all configured providers. */
 export interface LlmRegistry {
-  /** Throws OrchError LLM_PROVIDER_MISSING (`no LLM provider configured for alias "<alias>"`) when unknown. */
+  /** Throws OrchError CONFIG_INVALID (`no LLM provider configured for alias "<alias>"`) when unknown. */
   complete(req: LlmRequest): Promise<LlmResponse>;
   hasAlias(alias: string): boolean;
 }
