@@ -1,12 +1,15 @@
 // AgentService on both engines (PGlite in process, real PostgreSQL in a throwaway database): deploy, 409 without
 // force, force overwrites, versions kept, tenant isolation, global and user scopes, update and delete.
 import test from 'ava';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Errors, OrchError } from '../../src/errors/catalog.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
-import { MEMORY, openPglite } from '../../src/storage/pglite.ts';
+import { openPglite } from '../../src/storage/pglite.ts';
 import { AgentManifestInvalid, AgentService } from '../../src/agents/service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 
@@ -30,15 +33,24 @@ function isError(kind: (typeof Errors)[keyof typeof Errors], message?: RegExp) {
 
 type Fresh = () => Promise<{ db: Db; cleanup: () => Promise<void> }>;
 
+/** One database per engine, shared by that engine's tests, which run one after another on emptied tables. */
 function suite(kind: string, fresh: Fresh): void {
-  const setup = async (t: import('ava').ExecutionContext): Promise<AgentService> => {
-    const { db, cleanup } = await fresh();
-    t.teardown(cleanup);
-    await migrate(db);
+  let shared: { db: Db; cleanup: () => Promise<void> } | undefined;
+  test.before(async () => {
+    shared = await fresh();
+    await migrate(shared.db);
+  });
+  test.after.always(async () => {
+    await shared?.cleanup();
+  });
+  const setup = async (_t: import('ava').ExecutionContext): Promise<AgentService> => {
+    const db = shared!.db;
+    await db.query('DELETE FROM agent_versions');
+    await db.query('DELETE FROM agents');
     return new AgentService(db, silentLogger());
   };
 
-  test(`${kind}: deploy, lookup, get and the execution engine's manifest`, async (t) => {
+  test.serial(`${kind}: deploy, lookup, get and the execution engine's manifest`, async (t) => {
     const agents = await setup(t);
     const res = await agents.deploy({ ...alice, yaml: manifest('hello', '1.0.0') });
     t.regex(res.agent_id, /^[0-9a-f-]{36}$/);
@@ -56,7 +68,7 @@ function suite(kind: string, fresh: Fresh): void {
     t.deepEqual(list.map((a) => [a.agent_id, a.name, a.tenant_id, a.version]), [[res.agent_id, 'hello', 'acme', '1.0.0']]);
   });
 
-  test(`${kind}: an invalid manifest is rejected before anything is written`, async (t) => {
+  test.serial(`${kind}: an invalid manifest is rejected before anything is written`, async (t) => {
     const agents = await setup(t);
     const err = await t.throwsAsync(agents.deploy({ ...alice, yaml: manifest('hello', '1.0.0').replace('fs.read', 'fs.nope') }), { instanceOf: AgentManifestInvalid });
     t.is(err?.spec.http, 422);
@@ -64,7 +76,7 @@ function suite(kind: string, fresh: Fresh): void {
     t.deepEqual(await agents.list('acme', alice), []);
   });
 
-  test(`${kind}: same name and version is 409 without force; force replaces it in place`, async (t) => {
+  test.serial(`${kind}: same name and version is 409 without force; force replaces it in place`, async (t) => {
     const agents = await setup(t);
     const first = await agents.deploy({ ...alice, yaml: manifest('hello', '1.0.0', 'First.') });
     const dup = await t.throwsAsync(agents.deploy({ ...alice, yaml: manifest('hello', '1.0.0', 'Second.') }), { instanceOf: OrchError, message: /already exists/ });
@@ -76,7 +88,7 @@ function suite(kind: string, fresh: Fresh): void {
     t.is((await agents.versions('acme', 'hello', alice)).versions.length, 1);
   });
 
-  test(`${kind}: new versions are kept under one agent_id; the last deployed is current`, async (t) => {
+  test.serial(`${kind}: new versions are kept under one agent_id; the last deployed is current`, async (t) => {
     const agents = await setup(t);
     const v1 = await agents.deploy({ ...alice, yaml: manifest('hello', '1.0.0', 'One.') });
     const v2 = await agents.deploy({ ...alice, yaml: manifest('hello', '2.0.0', 'Two.') });
@@ -91,7 +103,7 @@ function suite(kind: string, fresh: Fresh): void {
     t.is((await agents.list('acme', alice)).length, 1);
   });
 
-  test(`${kind}: tenant isolation: another tenant cannot list, lookup, get, update or delete`, async (t) => {
+  test.serial(`${kind}: tenant isolation: another tenant cannot list, lookup, get, update or delete`, async (t) => {
     const agents = await setup(t);
     const a = await agents.deploy({ ...alice, yaml: manifest('secret', '1.0.0') });
     t.deepEqual(await agents.list('globex', carol), []);
@@ -107,7 +119,7 @@ function suite(kind: string, fresh: Fresh): void {
     t.is((await agents.lookup('globex', 'secret')).agent_id, c.agent_id);
   });
 
-  test(`${kind}: global agents are visible to every tenant and deployed only by operators`, async (t) => {
+  test.serial(`${kind}: global agents are visible to every tenant and deployed only by operators`, async (t) => {
     const agents = await setup(t);
     await t.throwsAsync(agents.deploy({ ...alice, yaml: manifest('judge', '1.0.0'), scope: 'global' }), { message: /operator/ });
     const g = await agents.deploy({ ...ops, yaml: manifest('judge', '1.0.0'), scope: 'global' });
@@ -127,7 +139,7 @@ function suite(kind: string, fresh: Fresh): void {
     await t.throwsAsync(agents.lookup('globex', 'judge', carol), { message: 'Agent not found' });
   });
 
-  test(`${kind}: user-scoped agents are visible only to their owner`, async (t) => {
+  test.serial(`${kind}: user-scoped agents are visible only to their owner`, async (t) => {
     const agents = await setup(t);
     const mine = await agents.deploy({ ...alice, yaml: manifest('private', '1.0.0'), scope: 'user' });
     t.like(await agents.lookup('acme', 'private', alice), { agent_id: mine.agent_id, scope: 'user', owner_subject: 'alice' });
@@ -145,7 +157,7 @@ function suite(kind: string, fresh: Fresh): void {
     await t.throwsAsync(agents.deploy({ ...alice, yaml: manifest('private', '3.0.0'), scope: 'tenant' }), { message: /scope user/ });
   });
 
-  test(`${kind}: update adds a version of an existing agent; delete one version or the whole agent`, async (t) => {
+  test.serial(`${kind}: update adds a version of an existing agent; delete one version or the whole agent`, async (t) => {
     const agents = await setup(t);
     await t.throwsAsync(agents.update('acme', 'hello', manifest('hello', '1.0.0'), alice), { message: 'Agent not found' });
     const a = await agents.deploy({ ...alice, yaml: manifest('hello', '1.0.0') });
@@ -162,7 +174,7 @@ function suite(kind: string, fresh: Fresh): void {
     t.deepEqual(await agents.list('acme', alice), []);
   });
 
-  test(`${kind}: concurrent first deploys of one name make one agent`, async (t) => {
+  test.serial(`${kind}: concurrent first deploys of one name make one agent`, async (t) => {
     const agents = await setup(t);
     const results = await Promise.allSettled(['1.0.0', '2.0.0', '3.0.0', '4.0.0'].map((v) => agents.deploy({ ...alice, yaml: manifest('race', v) })));
     const ok = results.filter((r): r is PromiseFulfilledResult<Awaited<ReturnType<AgentService['deploy']>>> => r.status === 'fulfilled');
@@ -173,9 +185,17 @@ function suite(kind: string, fresh: Fresh): void {
   });
 }
 
+// A data dir (not memory://) so the cached initdb template makes each fresh database cheap.
 suite('pglite', async () => {
-  const db = await openPglite(MEMORY);
-  return { db, cleanup: () => db.close() };
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-agents-'));
+  const db = await openPglite(path.join(dir, 'db'));
+  return {
+    db,
+    cleanup: async () => {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 });
 
 suite('pg', async () => {
