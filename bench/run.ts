@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|http|db|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|http|db|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -10,6 +10,7 @@ import { silentLogger } from '../src/logging/logger.ts';
 import { startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { benchGateway, type GatewayFigures } from './gateway.ts';
+import { benchExecutions, type ExecutionFigures } from './executions.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -133,9 +134,20 @@ async function benchToolCalls(): Promise<void> {
   line('tool call round trip p99 incl. spawning `true`', (g) => g.roundTripP99);
 }
 
+async function benchAgentExecutions(): Promise<void> {
+  for (const isolation of ['process', 'docker'] as const) {
+    const runs: ExecutionFigures[] = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await benchExecutions(isolation, 40, 4));
+    const firsts = runs.map((r) => median(r.firstGenerateMs));
+    report(`ExecuteAgent → first generate, ${isolation} (median of 10)`, firsts, 'ms');
+    report(`one-shot executions/s, ${isolation}, 4 in flight`, runs.map((r) => r.executionsPerSecond), 'exec/s');
+  }
+}
+
 const what = process.argv[2] ?? 'all';
 process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, node ${process.version}, ${os.cpus().length} cpus\n`);
 if (what === 'startup' || what === 'all') await benchStartup();
 if (what === 'toolcalls' || what === 'all') await benchToolCalls();
+if (what === 'executions' || what === 'all') await benchAgentExecutions();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();
