@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
+import { listMigrations } from '../../src/storage/migration-files.ts';
 import { openPglite, MEMORY } from '../../src/storage/pglite.ts';
 import { templateFile } from '../../src/storage/pglite-template.ts';
 import { dbConformance } from './db-conformance.ts';
@@ -80,8 +81,8 @@ test('openDb without a URL opens PGlite under <dataDir>/pglite with the schema m
   t.teardown(() => db.close());
   t.is(db.kind, 'pglite');
   t.true((await stat(path.join(tmp.dir, 'pglite'))).isDirectory());
-  const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
-  t.deepEqual(rows, [{ version: 1 }]);
+  const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+  t.deepEqual(rows, (await listMigrations()).map((m) => ({ version: m.version })), 'every shipped migration, once');
 });
 
 test('pglite: a fresh data dir is made from the initdb template, which holds no schema or data', async (t) => {

@@ -54,7 +54,7 @@ export function runOrch(args: string[], env: Record<string, string | undefined>,
 }
 
 /** Starts `orch up --json` and waits for its banner line. */
-export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 30_000): Promise<NodeProcess> {
+export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 90_000): Promise<NodeProcess> {
   const child = spawn(process.execPath, [ORCH_BIN, '--json', 'up', ...args], {
     env: {
       ...process.env,
