@@ -169,10 +169,15 @@ test('connection failures are retried', async (t) => {
 test('an aborted call stops at once and is not retried', async (t) => {
   const llm = await startScriptedLlm([textReply('slow')], { delayMs: 5000 });
   t.teardown(() => llm.close());
+  const ac = new AbortController();
+  const call = registry(llm.url).complete({ ...ask(), signal: ac.signal });
+  // Abort once the server holds the request (a fixed timer could fire before it arrives on a loaded machine).
+  await llm.waitForRequests(1);
   const started = Date.now();
-  const err = await t.throwsAsync(registry(llm.url).complete({ ...ask(), signal: AbortSignal.timeout(200) }), { instanceOf: OrchError });
+  ac.abort();
+  const err = await t.throwsAsync(call, { instanceOf: OrchError });
   t.false(err instanceof RetryableError);
-  // Well under the server's 5 s delay: the abort ended the call (loose bound: the suite shares two cores).
+  // Well under the server's 5 s delay: the abort ended the call.
   t.true(Date.now() - started < 4500);
   t.is(llm.requests.length, 1);
 });
