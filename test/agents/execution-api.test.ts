@@ -122,3 +122,46 @@ test('one-shot: one iteration; json_schema validation; list, detail, remove; Exe
   t.true((JSON.parse(ls.stdout) as { agents: { name: string }[] }).agents.some((a) => a.name === 'oneshot'));
   await eventually(async () => ((await api<{ executions: unknown[] }>(s, 'GET', '/v1/executions')).body.executions.length >= 3 ? true : undefined));
 });
+
+test('timeouts: iteration_timeout kills a stuck command, llm_timeout_seconds a slow model, then the loop refines on', async (t) => {
+  const llm = await startScriptedLlm(async (body) => {
+    const users = body.messages.filter((m) => m.role === 'user').length;
+    const toolsDone = body.messages.slice(body.messages.map((m) => m.role).lastIndexOf('user') + 1).filter((m) => m.role === 'tool').length;
+    if (users === 1 && toolsDone === 0) return { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['30'] } }] };
+    if (users === 2) await new Promise((r) => setTimeout(r, 4000)); // slower than llm_timeout_seconds
+    return { content: 'done' };
+  });
+  t.teardown(() => llm.close());
+  const { s } = await node(t, llm.url);
+  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', {
+    manifest_yaml: `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: slowpoke, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", model: default }
+  task: { instruction: Sleep. }
+  execution: { mode: iterative, max_iterations: 3, iteration_timeout: 3, llm_timeout_seconds: 1 }
+  tools: [ { name: cmd.run, config: { subcommand_allowlist: { sleep: [] } } } ]
+`,
+  });
+  t.is(dep.status, 201, JSON.stringify(dep.body));
+  const started = await api<{ execution_id: string }>(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'x' });
+  const events = await sseEvents(s, started.body.execution_id);
+  const failures = events.filter((e) => 'iteration_failed' in e).map((e) => (e.iteration_failed?.error as { error_type: string }).error_type);
+  t.deepEqual(failures, ['IterationTimeout', 'LlmError']);
+  t.deepEqual(events.filter((e) => 'refinement_applied' in e).length, 2);
+  t.like(events.at(-1)?.execution_completed, { final_output: 'done', total_iterations: 3 });
+});
+
+test('POST /v1/dispatch-gateway speaks the protocol to loopback callers and refuses malformed messages', async (t) => {
+  const { s } = await node(t);
+  const res = await fetch(`${s.http}/v1/dispatch-gateway`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'generate' }) });
+  t.is(res.status, 400);
+  t.deepEqual(await res.json(), { error: 'execution_id is required' });
+  const unknown = await fetch(`${s.http}/v1/dispatch-gateway`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ type: 'generate', execution_id: randomUUID(), iteration_number: 1 }),
+  });
+  t.is(unknown.status, 404);
+});

@@ -235,6 +235,9 @@ export class ExecutionLoop {
     ];
     let lastFailure = '';
     let { channel, sandbox } = await this.freshSandbox();
+    // The bootstrap asks `generate` when it starts and after each `final`. An iteration that failed before its
+    // `final` (a model error) leaves the bootstrap's request parked: the next iteration answers that one instead.
+    let needGenerate = true;
     for (let n = 1; n <= max; n++) {
       this.iteration = n;
       this.dispatchSeq = 0;
@@ -248,9 +251,11 @@ export class ExecutionLoop {
         const sandboxGone = sandbox.handle.exited.then((code) => {
           throw new Error(`sandbox exited with code ${code} before asking for work`);
         });
-        const gen = await Promise.race([channel.awaitGenerate(itSignal), sandboxGone, abortPromise(itSignal)]);
+        if (needGenerate) {
+          await Promise.race([channel.awaitGenerate(itSignal), sandboxGone, abortPromise(itSignal)]);
+          needGenerate = false;
+        }
         if (n === 1 && channel.firstGenerateAt) this.deps.onFirstGenerate?.(this.id, channel.firstGenerateAt);
-        void gen;
         await this.emit('iteration_started', `iteration_started:${n}`, { iteration_number: n, action: 'generate', started_at: now() }, {
           sql: 'iteration = $1',
           params: [n],
@@ -258,6 +263,7 @@ export class ExecutionLoop {
         const turn = await this.converse(n, messages, itSignal);
         output = turn.output;
         await channel.final({ type: 'final', content: output, tool_calls_executed: turn.toolCalls, conversation: messages }, itSignal);
+        needGenerate = true;
         const failures = await validateIteration(m.spec.execution.validation, { output, lastExitCode: turn.lastExitCode, lastStderr: turn.lastStderr }, (rule, out) =>
           this.journal.step(`it${n}:judge:${rule.judge_agent}`, 'judge', () => this.judge(rule, out)),
         );
@@ -267,7 +273,10 @@ export class ExecutionLoop {
         if (itTimeout.aborted) {
           failure = { type: 'IterationTimeout', message: new IterationTimedOut(itSeconds).message };
           // The bootstrap may be stuck in a command: the next iteration gets a fresh sandbox on the same volumes.
-          if (n < max) ({ channel, sandbox } = await this.freshSandbox());
+          if (n < max) {
+            ({ channel, sandbox } = await this.freshSandbox());
+            needGenerate = true;
+          }
         } else if (isOrchError(err) && err.spec === Errors.LEASE_LOST) {
           throw err;
         } else if (err instanceof LlmStepFailed) {
