@@ -262,12 +262,18 @@ export class DockerRuntime implements ContainerRuntime {
       // 404: already gone; 409 / 500 "not running": already exited. Either way go on and remove.
       if (statusCode(err) === undefined) throw err;
     }
-    try {
-      await c.remove({ force: true, v: true });
-    } catch (err) {
-      const code = statusCode(err);
-      // 404: gone; 409 "removal already in progress".
-      if (code !== 404 && code !== 409) throw new Error(`removing container ${id} failed: ${errMessage(err)}`);
+    // 404: gone. 409: podman answers it while the killed container is still being torn down ("removal already in
+    // progress", or still stopping) — and then sometimes leaves it behind, so try again until it is really gone.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await c.remove({ force: true, v: true });
+        break;
+      } catch (err) {
+        const code = statusCode(err);
+        if (code === 404) break;
+        if (code !== 409 || attempt >= 20) throw new Error(`removing container ${id} failed: ${errMessage(err)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
     }
     this.log.info({ container_id: id }, 'container stopped and removed');
   }
