@@ -25,6 +25,8 @@ import { AgentService } from '../agents/service.ts';
 import { startAgentsCapability, type AgentsCapability } from '../agents/capability.ts';
 import { createLlmJudge } from '../agents/execution/judge.ts';
 import { createLlmRegistry } from '../agents/llm/registry.ts';
+import { SealService } from '../seal/service.ts';
+import { sealHandlers, SEAL_EXEMPT_METHODS } from '../gateway/grpc/seal-handlers.ts';
 
 export interface NodeAddresses {
   http: string;
@@ -91,6 +93,9 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       kinds.push(agentsCap.kind);
     }
 
+    // SEAL: agent containers attest and send signed tool calls, routed through the tool catalog.
+    const seal = new SealService({ db, dataDir: config.dataDir, catalog: () => undefined, logger: log });
+
     let shuttingDown = false;
     const cluster = new ClusterService(db);
     const app: FastifyInstance = await buildHttpApp({
@@ -100,6 +105,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       cluster,
       isShuttingDown: () => shuttingDown,
       registerAgents: (app) => registerAgentRoutes(app, agentService),
+      seal,
       ...(agentsCap ? { executions: agentsCap.executions, gateways: agentsCap.gateways } : {}),
     });
     await app.listen({ host: config.http.bind, port: config.http.port });
@@ -108,9 +114,10 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
 
     const runtime = await startGrpcServer(
       createRuntimeServer({
-        auth: { ...config.grpc_auth, authenticator },
+        // The SEAL RPCs authenticate by their own token and signature: exempt from bearer auth on every node.
+        auth: { ...config.grpc_auth, exempt_methods: [...config.grpc_auth.exempt_methods, ...SEAL_EXEMPT_METHODS], authenticator },
         logger: log,
-        ...(agentsCap ? { handlers: executionHandlers(agentsCap.executions, log) } : {}),
+        handlers: { ...(agentsCap ? executionHandlers(agentsCap.executions, log) : {}), ...sealHandlers(seal, log) },
       }),
       config.http.bind,
       config.grpc.port,

@@ -17,6 +17,8 @@ import { registerDispatchGatewayRoute } from './dispatch-gateway-route.ts';
 import { registerWsFeed } from './ws-feed.ts';
 import type { ExecutionService } from '../../agents/execution/service.ts';
 import type { GatewayRegistry } from '../../agents/execution/gateway-server.ts';
+import type { SealService } from '../../seal/service.ts';
+import { registerSealRoutes } from './seal-routes.ts';
 
 export interface HttpDeps {
   logger: Logger;
@@ -29,6 +31,8 @@ export interface HttpDeps {
   gateways?: GatewayRegistry;
   /** Registers the agent registry routes (owned by src/agents). */
   registerAgents?: (app: FastifyInstance) => Promise<void> | void;
+  /** SEAL attestation and signed tool calls (/v1/seal/*, /v1/invoke). */
+  seal?: SealService;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -66,6 +70,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     await registerWsFeed(app, deps.executions);
   }
   if (deps.gateways) registerDispatchGatewayRoute(app, deps.gateways);
+  if (deps.seal) await registerSealRoutes(app, deps.seal);
   registerUnimplementedRoutes(app);
   await app.ready();
   return app;

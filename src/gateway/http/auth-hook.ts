@@ -11,7 +11,7 @@ declare module 'fastify' {
 }
 
 /** Paths under /v1 that do not take a bearer token. */
-const OPEN_PREFIXES = ['/v1/webhooks/', '/v1/dispatch-gateway'];
+const OPEN_PREFIXES = ['/v1/webhooks/', '/v1/dispatch-gateway', '/v1/seal/', '/v1/invoke'];
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
