@@ -312,28 +312,29 @@ export class SealService {
     if (!verifySignature(s.key, envelope.payload, envelope.signature)) return fail(401, id, RPC.SERVER, 'invalid envelope signature');
     if (!timestampFresh(envelope.timestamp, now)) return fail(401, id, RPC.SERVER, 'envelope timestamp outside the 30 s window');
 
-    // The execution's status and the replay record in one round trip: nothing is recorded for an ended execution.
+    // The replay record is written only while the execution runs and the session is active: one statement on the
+    // hot path. When it writes nothing, a second read tells an ended execution (403) from a replay (401).
     const hash = createHash('sha256').update(envelope.signature.trim()).digest('hex');
-    const st = (
-      await this.deps.db.query<{ exec_status: string | null; session_status: string | null; inserted: number | string }>(
-        `WITH ex AS (SELECT status FROM executions WHERE id = $3),
-              se AS (SELECT status FROM seal_sessions WHERE session_id = $1),
-              ins AS (
-                INSERT INTO seal_seen_signatures (session_id, signature_hash)
-                SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM ex WHERE status IN ('pending', 'running'))
-                  AND EXISTS (SELECT 1 FROM se WHERE status = 'active')
-                ON CONFLICT (session_id, signature_hash) DO NOTHING
-                RETURNING 1
-              )
-         SELECT (SELECT status FROM ex) AS exec_status, (SELECT status FROM se) AS session_status, (SELECT count(*) FROM ins) AS inserted`,
-        [s.sessionId, hash, s.executionId],
-      )
-    ).rows[0];
-    if (!st || st.exec_status === null || isTerminal(st.exec_status) || st.session_status !== 'active') {
-      this.sessions.delete(s.sessionId);
-      return fail(403, id, RPC.SERVER, `inactive SEAL session: execution is ${st?.exec_status ?? 'gone'}`);
+    const ins = await this.deps.db.query(
+      `INSERT INTO seal_seen_signatures (session_id, signature_hash)
+       SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM executions WHERE id = $3 AND status IN ('pending', 'running'))
+         AND EXISTS (SELECT 1 FROM seal_sessions WHERE session_id = $1 AND status = 'active')
+       ON CONFLICT (session_id, signature_hash) DO NOTHING`,
+      [s.sessionId, hash, s.executionId],
+    );
+    if (ins.rowCount === 0) {
+      const st = (
+        await this.deps.db.query<{ exec_status: string | null; session_status: string | null }>(
+          `SELECT (SELECT status FROM executions WHERE id = $2) AS exec_status, (SELECT status FROM seal_sessions WHERE session_id = $1) AS session_status`,
+          [s.sessionId, s.executionId],
+        )
+      ).rows[0];
+      if (!st || st.exec_status === null || isTerminal(st.exec_status) || st.session_status !== 'active') {
+        this.sessions.delete(s.sessionId);
+        return fail(403, id, RPC.SERVER, `inactive SEAL session: execution is ${st?.exec_status ?? 'gone'}`);
+      }
+      return fail(401, id, RPC.SERVER, 'envelope signature already used in this session (replay)');
     }
-    if (Number(st.inserted) === 0) return fail(401, id, RPC.SERVER, 'envelope signature already used in this session (replay)');
 
     let call;
     try {
