@@ -9,6 +9,7 @@ import { startNode } from '../node/node.ts';
 import { ApiClient } from './client.ts';
 import { CliError, printJson, printTable } from './output.ts';
 import { registerAgentCommands } from './agent-commands.ts';
+import { registerMcpCommand } from './mcp-command.ts';
 
 interface GlobalOpts {
   json?: boolean;
@@ -111,6 +112,7 @@ program
   });
 
 registerAgentCommands(program);
+registerMcpCommand(program);
 
 const node = program.command('node').description('cluster members');
 node
