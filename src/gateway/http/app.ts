@@ -19,6 +19,8 @@ import type { ExecutionService } from '../../agents/execution/service.ts';
 import type { GatewayRegistry } from '../../agents/execution/gateway-server.ts';
 import type { SealService } from '../../seal/service.ts';
 import { registerSealRoutes } from './seal-routes.ts';
+import type { ToolCatalog } from '../../tools/types.ts';
+import { registerMcpRoute } from '../../mcp/http.ts';
 
 export interface HttpDeps {
   logger: Logger;
@@ -33,6 +35,8 @@ export interface HttpDeps {
   registerAgents?: (app: FastifyInstance) => Promise<void> | void;
   /** SEAL attestation and signed tool calls (/v1/seal/*, /v1/invoke). */
   seal?: SealService;
+  /** The tool catalog, served to external MCP clients at /v1/mcp in each caller's security context. */
+  catalog?: ToolCatalog;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -71,6 +75,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   }
   if (deps.gateways) registerDispatchGatewayRoute(app, deps.gateways);
   if (deps.seal) await registerSealRoutes(app, deps.seal);
+  if (deps.catalog) await registerMcpRoute(app, deps.catalog);
   registerUnimplementedRoutes(app);
   await app.ready();
   return app;
