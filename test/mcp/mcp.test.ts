@@ -4,6 +4,7 @@
 import test from 'ava';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -181,4 +182,25 @@ test('orch mcp proxy: a stdio-side client sees the same tools and results as the
     await proxy.closed;
   }
   await t.throwsAsync(runProxy({ url: base, token: 'not.a.jwt' }, InMemoryTransport.createLinkedPair()[1]));
+});
+
+test('orch mcp on real stdio: a desktop client launches the command and calls a tool', async (t) => {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  env.ORCH_TOKEN = await userToken();
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import=tsx', 'src/cli/main.ts', 'mcp', '--url', base],
+    env,
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'desktop', version: '1.0.0' });
+  await client.connect(transport);
+  try {
+    t.deepEqual((await client.listTools()).tools.map((x) => x.name), ['orch.schema.get']);
+    const ok = await client.callTool({ name: 'orch.schema.get', arguments: { name: 'node' } });
+    t.deepEqual(JSON.parse(text(ok)), { name: 'node', schema: { type: 'object' } });
+  } finally {
+    await client.close();
+  }
 });
