@@ -8,7 +8,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Principal } from '../auth/principal.ts';
 import { principalOf } from '../gateway/http/auth-hook.ts';
-// POLICY_IMPORT
 import type { SecurityContext, ToolCatalog } from '../tools/types.ts';
 import { createMcpServer, type McpCallerContext } from './server.ts';
 
@@ -24,12 +23,20 @@ export function mcpCallerFor(principal: Principal, contextFor: (principal: Princ
   return { principal, tenantId: principal.tenantId, context: contextFor(principal) };
 }
 
+/**
+ * Fail-closed stand-in until the node policy (src/tools/policy.ts `contextForPrincipal`) is the default: no tool is
+ * listed or callable.
+ */
+export function denyAll(): SecurityContext {
+  return { name: 'mcp-deny-all', allow: [], deny: ['*'], filesystem: { read: [], write: [] }, network: { mode: 'none', allowlist: [] } };
+}
+
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply.status(status).header('content-type', 'application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
 export async function registerMcpRoute(app: FastifyInstance, catalog: ToolCatalog, options: McpRouteOptions = {}): Promise<void> {
-  const contextFor = options.contextFor ?? ((): SecurityContext => { throw new Error('no policy'); });
+  const contextFor = options.contextFor ?? denyAll;
 
   app.post(MCP_PATH, async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = mcpCallerFor(principalOf(request), contextFor);
