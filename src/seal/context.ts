@@ -14,7 +14,8 @@ export function manifestContext(manifest: AgentManifest): SecurityContext {
   return {
     name: spec.security_context ?? `agent:${manifest.metadata.name}`,
     allow: spec.tools.map((t) => t.name),
-    deny: [],
+    // An empty allow list means "every tool" in a context; an agent that declares no tools gets none.
+    deny: spec.tools.length === 0 ? ['*'] : [],
     filesystem: { read: [...spec.security.filesystem.read], write: [...spec.security.filesystem.write] },
     network: { mode: spec.security.network.mode, allowlist: [...spec.security.network.allowlist] },
     ...(allowlist ? { subcommandAllowlist: allowlist } : {}),
