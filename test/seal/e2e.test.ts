@@ -118,8 +118,8 @@ withCatalog('fs tools and orch.tools.list over HTTP', async (t) => {
   await ok('fs.edit', { path: 'notes/a.txt', target_content: 'alpha', replacement_content: 'gamma' }, '/v1/invoke');
   await ok('fs.multi_edit', { path: 'notes/a.txt', edits: [{ target_content: 'gamma', replacement_content: 'delta' }, { target_content: 'beta', replacement_content: 'eps' }] });
   t.is(await readFile(path.join(workspace(), 'notes/a.txt'), 'utf8'), 'delta\neps\n');
-  t.regex(await ok('fs.grep', { pattern: 'del+ta', path: '.' }), /a\.txt/);
-  t.regex(await ok('fs.glob', { pattern: '**/*.txt', path: '.' }), /a\.txt/);
+  t.regex(await ok('fs.grep', { pattern: 'del+ta', path: 'notes' }), /a\.txt/);
+  t.regex(await ok('fs.glob', { pattern: '**/*.txt', path: 'notes' }), /a\.txt/);
   const list = await ok('orch.tools.list', {});
   t.regex(list, /fs\.multi_edit/);
   t.notRegex(list, /orch\.agent\.delete/);
@@ -137,16 +137,16 @@ withCatalog('gRPC: AttestAgent with a PEM key, then InvokeTool without a bearer'
   const k = generateKeyPair();
   const att = await g.attest(k, a);
   const call = (name: string, args: Record<string, unknown>) => g.invoke(buildEnvelope(name, args, { securityToken: att.security_token, privateKey: k.privateKey }));
-  const w = await call('fs.write', { path: 'g.txt', content: 'via grpc' });
+  const w = await call('fs.write', { path: 'g/g.txt', content: 'via grpc' });
   t.is(w.code, 0, JSON.stringify(w));
-  t.regex(text((await call('fs.read', { path: 'g.txt' })).body!), /via grpc/);
-  t.is((await call('fs.edit', { path: 'g.txt', target_content: 'grpc', replacement_content: 'gRPC' })).code, 0);
-  t.is((await call('fs.multi_edit', { path: 'g.txt', edits: [{ target_content: 'via', replacement_content: 'over' }] })).code, 0);
-  t.regex(text((await call('fs.grep', { pattern: 'over gRPC', path: '.' })).body!), /g\.txt/);
-  t.regex(text((await call('fs.glob', { pattern: '*.txt', path: '.' })).body!), /g\.txt/);
+  t.regex(text((await call('fs.read', { path: 'g/g.txt' })).body!), /via grpc/);
+  t.is((await call('fs.edit', { path: 'g/g.txt', target_content: 'grpc', replacement_content: 'gRPC' })).code, 0);
+  t.is((await call('fs.multi_edit', { path: 'g/g.txt', edits: [{ target_content: 'via', replacement_content: 'over' }] })).code, 0);
+  t.regex(text((await call('fs.grep', { pattern: 'over gRPC', path: 'g' })).body!), /g\.txt/);
+  t.regex(text((await call('fs.glob', { pattern: '*.txt', path: 'g' })).body!), /g\.txt/);
   t.regex(text((await call('orch.tools.list', {})).body!), /fs\.read/);
-  t.is((await call('fs.delete', { path: 'g.txt' })).code, 0);
-  const denied = await call('orch.agent.delete', { name: 'x' });
+  t.is((await call('fs.delete', { path: 'g/g.txt' })).code, 0);
+  const denied = await call('orch.agent.delete', { agent_id: '00000000-0000-4000-8000-000000000000' });
   t.is(denied.code, GrpcStatus.PERMISSION_DENIED);
   t.like(denied.body, { jsonrpc: '2.0', error: { code: -32000, data: null } });
   const bad = await g.invoke({ ...buildEnvelope('fs.read', { path: 'x' }, { securityToken: att.security_token, privateKey: keys.privateKey }) });
@@ -199,7 +199,7 @@ withCatalog('attack: symlink escape → 403', async (t) => {
 });
 
 withCatalog('attack: a denied tool → 403', async (t) => {
-  const r = await invokeHttp(s.http, env('orch.agent.delete', { name: 'seal-agent' }));
+  const r = await invokeHttp(s.http, env('orch.agent.delete', { agent_id: '00000000-0000-4000-8000-000000000000' }));
   t.is(r.status, 403, JSON.stringify(r.body));
   t.regex(JSON.stringify(r.body), /ToolNotAllowed|not allowed/i);
 });
