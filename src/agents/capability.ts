@@ -10,6 +10,8 @@ import { executionKind, type ExecutionMessage } from './execution/actor.ts';
 import { GatewayRegistry } from './execution/gateway-server.ts';
 import { ExecutionService, type AgentSource } from './execution/service.ts';
 import type { CmdCeilings } from './execution/tools.ts';
+import { createToolCatalog } from '../tools/catalog.ts';
+import type { ToolCatalog } from '../tools/types.ts';
 import type { TenantJudge } from './execution/judge.ts';
 import type { LlmRegistry } from './llm/types.ts';
 import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST, DEFAULT_RUNTIME_IMAGE } from './runtime/select.ts';
@@ -39,6 +41,8 @@ export async function startAgentsCapability(o: {
   agents: AgentSource;
   llm: LlmRegistry;
   judge?: TenantJudge;
+  /** The node's tool catalog for the refinement loop; default: one built from the config. */
+  catalog?: ToolCatalog;
   logger: Logger;
   onFirstGenerate?: (executionId: string, at: number) => void;
 }): Promise<AgentsCapability> {
@@ -76,6 +80,7 @@ export async function startAgentsCapability(o: {
     nodeId,
     dataDir: o.config.dataDir,
     ceilings: cmdCeilings(o.config),
+    catalog: o.catalog ?? createToolCatalog({ config: o.config, logger: log }),
     ...(o.judge ? { judge: o.judge } : {}),
     ...(o.onFirstGenerate ? { onFirstGenerate: o.onFirstGenerate } : {}),
     logger: log,

@@ -69,6 +69,8 @@ export interface ToolCallContext {
     truncated: boolean;
   }>;
   signal?: AbortSignal;
+  /** cmd.run ceilings for this caller (the refinement loop passes the node's); default: the catalog's node config. */
+  cmdCeilings?: { max_output_bytes: number; timeout_ceiling_secs: number };
 }
 
 export interface ToolDefinition {

@@ -24,6 +24,7 @@ import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox
 import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
 import { validateIteration } from './validate.ts';
 import type { TenantJudge } from './judge.ts';
+import type { ToolCatalog } from '../../tools/types.ts';
 
 /** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
 const MAX_TURNS_PER_ITERATION = 50;
@@ -39,6 +40,8 @@ export interface LoopDeps {
   nodeId: string;
   dataDir: string;
   ceilings: CmdCeilings;
+  /** The node's tool catalog (fs.*, cmd.run, web.* run through it); default: the built-in tools with seed defaults. */
+  catalog?: ToolCatalog;
   judge?: TenantJudge;
   logger: Logger;
   /** Observability hook for benchmarks and tests (time of the first `generate`). */
@@ -186,6 +189,10 @@ export class ExecutionLoop {
       workdir: WORKSPACE,
       ceilings: this.deps.ceilings,
       runCommand: (req) => this.dispatch(req),
+      ...(this.deps.catalog ? { catalog: this.deps.catalog } : {}),
+      tenantId: this.row.tenant_id,
+      executionId: this.id,
+      agentId: this.row.agent_id,
     };
     return { channel, sandbox };
   }
@@ -311,7 +318,7 @@ export class ExecutionLoop {
   /** Model turns and tool calls until the model answers without tools. */
   private async converse(n: number, messages: LlmMessage[], signal: AbortSignal): Promise<{ output: string; toolCalls: number; lastExitCode?: number; lastStderr?: string }> {
     const m = this.m;
-    const tools = toolDefs(m);
+    const tools = toolDefs(m, this.deps.catalog);
     let toolCalls = 0;
     let lastExitCode: number | undefined;
     let lastStderr: string | undefined;

@@ -1,0 +1,74 @@
+// cmd.run (seed 001): a command in the caller's sandbox workspace, dispatched through ctx.runCommand (the bootstrap
+// inside the execution's container). Policy: the context's subcommand_allowlist (CommandNotAllowed,
+// SubcommandNotAllowed). The node's builtin_dispatchers `cmd` entry sets the ceilings: max_output_bytes (default
+// 512 KiB of combined stdout and stderr → OutputSizeLimitExceeded) and timeout_ceiling_secs (default 300 s →
+// ExecTimeoutCeilingExceeded). A non-zero exit code is a successful tool result. No shell is involved: a
+// `command` with spaces and no `args` is split into words (quotes group words).
+import path from 'node:path';
+import type { NodeConfig } from '../../config/types.ts';
+import { checkCommand } from '../policy.ts';
+import type { ToolDefinition } from '../types.ts';
+import { fail, ok, schema } from './util.ts';
+
+export interface CmdCeilings {
+  max_output_bytes: number;
+  timeout_ceiling_secs: number;
+}
+
+export const DEFAULT_CMD_CEILINGS: CmdCeilings = { max_output_bytes: 524_288, timeout_ceiling_secs: 300 };
+
+export function cmdCeilingsOf(config: Pick<NodeConfig, 'builtin_dispatchers'> | undefined): CmdCeilings {
+  const cmd = config?.builtin_dispatchers?.find((d) => d.name === 'cmd')?.config ?? {};
+  const num = (v: unknown, d: number): number => (typeof v === 'number' && v > 0 ? v : d);
+  return {
+    max_output_bytes: num(cmd.max_output_bytes, DEFAULT_CMD_CEILINGS.max_output_bytes),
+    timeout_ceiling_secs: num(cmd.timeout_ceiling_secs, DEFAULT_CMD_CEILINGS.timeout_ceiling_secs),
+  };
+}
+
+/** Splits `node main.js` into command and args when both came in `command` (no shell is involved). */
+export function splitCommand(command: string, args: unknown): { command: string; args: string[] } {
+  const given = Array.isArray(args) ? args.map(String) : [];
+  if (given.length > 0 || !/\s/.test(command.trim())) return { command: command.trim(), args: given };
+  const parts = command.trim().match(/"[^"]*"|'[^']*'|\S+/g) ?? [];
+  const unq = parts.map((p) => p.replace(/^(["'])(.*)\1$/, '$2'));
+  return { command: unq[0] ?? '', args: unq.slice(1) };
+}
+
+/** The cmd.run definition; `ceilings` are the node's (a call context may bring tighter ones in ctx.cmdCeilings). */
+export function cmdTools(ceilings: CmdCeilings): ToolDefinition[] {
+  return [
+    {
+      name: 'cmd.run',
+      description: 'Run a command in the sandbox workspace (no shell). Returns stdout, stderr and exit_code.',
+      inputSchema: schema(
+        { command: { type: 'string', description: 'base command, e.g. node or git' }, args: { type: 'array', items: { type: 'string' } } },
+        ['command'],
+      ),
+      required: ['command'],
+      skipJudge: false,
+      async handler(ctx, args) {
+        if (typeof args.command !== 'string' || args.command.trim() === '') return fail('InvalidArguments', 'command must be a non-empty string for tool cmd.run');
+        if (args.args !== undefined && args.args !== null && !Array.isArray(args.args)) return fail('InvalidArguments', 'args must be an array of strings for tool cmd.run');
+        const { command, args: argv } = splitCommand(args.command, args.args);
+        if (!command) return fail('InvalidArguments', 'command must be a non-empty string for tool cmd.run');
+        const denied = checkCommand(ctx.context, command, argv);
+        if (denied) return { ok: false, error: denied };
+        if (!ctx.runCommand) return fail('NoSandbox', `cmd.run needs a sandbox to run ${path.posix.basename(command)} in; this caller (${ctx.origin}) has none`);
+        const limits = ctx.cmdCeilings ?? ceilings;
+        const cwd = ctx.workdir ?? ctx.mounts?.[0]?.sandboxPath ?? '/workspace';
+        const result = await ctx.runCommand({ command, args: argv, cwd, timeout_secs: limits.timeout_ceiling_secs, max_output_bytes: limits.max_output_bytes });
+        if (result.duration_ms >= limits.timeout_ceiling_secs * 1000 && result.exit_code !== 0) {
+          return fail('ExecTimeoutCeilingExceeded', `${command} ran longer than the node's timeout_ceiling_secs (${limits.timeout_ceiling_secs} s) and was stopped; stderr: ${result.stderr.slice(-2000)}`);
+        }
+        if (result.truncated || Buffer.byteLength(result.stdout) + Buffer.byteLength(result.stderr) > limits.max_output_bytes) {
+          return fail(
+            'OutputSizeLimitExceeded',
+            `${command} wrote more than max_output_bytes (${limits.max_output_bytes}) of stdout and stderr (exit code ${result.exit_code}); first output: ${result.stdout.slice(0, 2000)}`,
+          );
+        }
+        return ok(result);
+      },
+    },
+  ];
+}

@@ -1,0 +1,302 @@
+// The filesystem tools of seed 001 (fs.read, write, list, create_dir, delete, edit, multi_edit, grep, glob). They work
+// on the caller's volumes: a sandbox path (absolute, or relative to the workdir) is mapped onto the host directory
+// of the mount that holds it. Checks, in order: a mount holds the path (`..` is normalised away first), the
+// context's filesystem allowlist, read-only mounts for writes (PERMISSION_DENIED), and symlinks — the real path of
+// the target and of its nearest existing parent must stay inside the mount's real path (PathOutsideBoundary).
+// Errors of the operating system (ENOENT, EACCES, ENOSPC) are thrown and mapped by the catalog.
+import { lstat, mkdir, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import fg from 'fast-glob';
+import { checkPath } from '../policy.ts';
+import type { ToolCallContext, ToolDefinition, ToolError, ToolOutcome, VolumeMount } from '../types.ts';
+import { bool, fail, ok, schema, str } from './util.ts';
+
+export interface ResolvedPath {
+  host: string;
+  sandbox: string;
+  mount: VolumeMount;
+}
+
+export function isToolError(x: unknown): x is ToolError {
+  return typeof x === 'object' && x !== null && 'error' in x && 'message' in x && !('host' in x);
+}
+
+function workdirOf(ctx: Pick<ToolCallContext, 'workdir' | 'mounts'>): string {
+  return ctx.workdir ?? ctx.mounts?.[0]?.sandboxPath ?? '/workspace';
+}
+
+/** The lexical part of the mapping: mount table, allowlist, read-only. No filesystem access. */
+export function mapPath(ctx: Pick<ToolCallContext, 'workdir' | 'mounts' | 'context'>, requested: string, mode: 'read' | 'write'): ResolvedPath | ToolError {
+  const workdir = workdirOf(ctx);
+  const sandbox = path.posix.normalize(path.posix.isAbsolute(requested) ? requested : path.posix.join(workdir, requested)).replace(/(.)\/+$/, '$1');
+  const mount = (ctx.mounts ?? [])
+    .filter((m) => sandbox === m.sandboxPath || sandbox.startsWith(`${m.sandboxPath.replace(/\/+$/, '')}/`))
+    .sort((a, b) => b.sandboxPath.length - a.sandboxPath.length)[0];
+  if (!mount) {
+    return { error: 'PathOutsideBoundary', message: ctx.mounts?.length ? `${requested} is outside the agent's volumes` : `${requested}: the caller has no volume mounted` };
+  }
+  const denied = checkPath(ctx.context, sandbox, mode);
+  if (denied) return { error: denied.error, message: denied.message.replace(sandbox, requested) };
+  if (mode === 'write' && mount.readOnly) return { error: 'PERMISSION_DENIED', message: `${mount.sandboxPath} is mounted read-only` };
+  const rel = path.posix.relative(mount.sandboxPath, sandbox);
+  return { host: path.join(mount.hostPath, ...rel.split('/').filter(Boolean)), sandbox, mount };
+}
+
+function inside(root: string, p: string): boolean {
+  return p === root || p.startsWith(root.endsWith(path.sep) ? root : `${root}${path.sep}`);
+}
+
+/** mapPath plus the symlink check: real paths of the target and of its nearest existing parent stay in the mount. */
+export async function resolveVolumePath(ctx: ToolCallContext, requested: string, mode: 'read' | 'write'): Promise<ResolvedPath | ToolError> {
+  const mapped = mapPath(ctx, requested, mode);
+  if (isToolError(mapped)) return mapped;
+  const escape: ToolError = { error: 'PathOutsideBoundary', message: `${requested} resolves (through a symbolic link) outside the volume ${mapped.mount.sandboxPath}` };
+  const root = await realpath(mapped.mount.hostPath);
+  try {
+    if (!inside(root, await realpath(mapped.host))) return escape;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    // A dangling link would let a write create its target anywhere.
+    const link = await lstat(mapped.host).catch(() => undefined);
+    if (link?.isSymbolicLink()) return escape;
+  }
+  if (path.resolve(mapped.host) === path.resolve(mapped.mount.hostPath)) return mapped;
+  let dir = path.dirname(mapped.host);
+  for (;;) {
+    try {
+      if (!inside(root, await realpath(dir))) return escape;
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const up = path.dirname(dir);
+      if (up === dir) break;
+      dir = up;
+    }
+  }
+  return mapped;
+}
+
+type Handler = (ctx: ToolCallContext, args: Record<string, unknown>) => Promise<ToolOutcome>;
+
+/** Wraps a handler body that needs one resolved path. */
+function withPath(mode: 'read' | 'write', body: (p: ResolvedPath, args: Record<string, unknown>, ctx: ToolCallContext) => Promise<ToolOutcome>, pathArg = 'path'): Handler {
+  return async (ctx, args) => {
+    const requested = typeof args[pathArg] === 'string' && args[pathArg] !== '' ? (args[pathArg] as string) : workdirOf(ctx);
+    const p = await resolveVolumePath(ctx, requested, mode);
+    if (isToolError(p)) return { ok: false, error: p };
+    return body(p, args, ctx);
+  };
+}
+
+const MAX_GREP_MATCHES = 1000;
+const MAX_GREP_FILE_BYTES = 5 * 1024 * 1024;
+const MAX_GLOB_RESULTS = 10_000;
+
+function countOccurrences(text: string, target: string): number {
+  return target === '' ? 0 : text.split(target).length - 1;
+}
+
+/** Writes through a temporary file and a rename, so a reader never sees half a file. */
+async function writeAtomic(file: string, content: string): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.orch-${process.pid}-${Date.now()}.tmp`);
+  await writeFile(tmp, content);
+  try {
+    await rename(tmp, file);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+async function grepFiles(host: string, recursive: boolean, out: string[]): Promise<void> {
+  const st = await lstat(host);
+  if (st.isFile()) {
+    out.push(host);
+    return;
+  }
+  if (!st.isDirectory()) return;
+  const entries = await readdir(host, { withFileTypes: true });
+  entries.sort((a, b) => a.name.localeCompare(b.name));
+  for (const e of entries) {
+    const p = path.join(host, e.name);
+    // Symbolic links are not followed: they may point outside the volume.
+    if (e.isFile()) out.push(p);
+    else if (e.isDirectory() && recursive && e.name !== '.git' && e.name !== 'node_modules') await grepFiles(p, recursive, out);
+  }
+}
+
+export function fsTools(): ToolDefinition[] {
+  return [
+    {
+      name: 'fs.read',
+      description: 'Read a file from the workspace and return its contents.',
+      inputSchema: schema({ path: { type: 'string', description: 'absolute or relative POSIX path' } }, ['path']),
+      required: ['path'],
+      skipJudge: true,
+      handler: withPath('read', async (p) => ok(await readFile(p.host, 'utf8'))),
+    },
+    {
+      name: 'fs.write',
+      description: 'Create or overwrite a file in the workspace.',
+      inputSchema: schema({ path: { type: 'string' }, content: { type: 'string' } }, ['path', 'content']),
+      required: ['path', 'content'],
+      skipJudge: false,
+      handler: withPath('write', async (p, args) => {
+        const content = str(args.content);
+        await mkdir(path.dirname(p.host), { recursive: true });
+        await writeFile(p.host, content);
+        return ok(`wrote ${Buffer.byteLength(content)} bytes to ${p.sandbox}`);
+      }),
+    },
+    {
+      name: 'fs.list',
+      description: 'List a directory; subdirectories end with /.',
+      inputSchema: schema({ path: { type: 'string', description: 'directory (default: the workspace)' } }),
+      required: [],
+      skipJudge: true,
+      handler: withPath('read', async (p) => {
+        const entries = await readdir(p.host, { withFileTypes: true });
+        return ok(entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort().join('\n'));
+      }),
+    },
+    {
+      name: 'fs.create_dir',
+      description: 'Create a directory and its parents; an existing directory is fine.',
+      inputSchema: schema({ path: { type: 'string' } }, ['path']),
+      required: ['path'],
+      skipJudge: false,
+      handler: withPath('write', async (p) => {
+        await mkdir(p.host, { recursive: true });
+        return ok(`created ${p.sandbox}`);
+      }),
+    },
+    {
+      name: 'fs.delete',
+      description: 'Delete a file, or a directory (a non-empty one only with recursive=true).',
+      inputSchema: schema({ path: { type: 'string' }, recursive: { type: 'boolean', default: false } }, ['path']),
+      required: ['path'],
+      skipJudge: false,
+      handler: withPath('write', async (p, args) => {
+        if (p.sandbox === p.mount.sandboxPath) return fail('PERMISSION_DENIED', `${p.sandbox} is the root of a volume and cannot be deleted`);
+        const st = await lstat(p.host);
+        if (st.isDirectory() && !bool(args.recursive, false) && (await readdir(p.host)).length > 0) {
+          return fail('DirectoryNotEmpty', `${p.sandbox} is a non-empty directory; pass recursive=true`);
+        }
+        await rm(p.host, { recursive: true });
+        return ok(`deleted ${p.sandbox}`);
+      }),
+    },
+    {
+      name: 'fs.edit',
+      description: 'Replace the one exact occurrence of target_content in a file with replacement_content.',
+      inputSchema: schema(
+        { path: { type: 'string' }, target_content: { type: 'string' }, replacement_content: { type: 'string' } },
+        ['path', 'target_content', 'replacement_content'],
+      ),
+      required: ['path', 'target_content', 'replacement_content'],
+      skipJudge: false,
+      handler: withPath('write', async (p, args) => {
+        const text = await readFile(p.host, 'utf8');
+        const target = str(args.target_content);
+        const count = countOccurrences(text, target);
+        if (count !== 1) return fail('EditFailed', `target_content matches ${count} places in ${p.sandbox}; it must match exactly one`);
+        const replacement = str(args.replacement_content);
+        await writeAtomic(p.host, text.replace(target, () => replacement));
+        return ok(`edited ${p.sandbox}: 1 replacement (${target.split('\n').length} line(s) replaced by ${replacement.split('\n').length})`);
+      }),
+    },
+    {
+      name: 'fs.multi_edit',
+      description: 'Apply several exact-match edits to one file in order; if any edit fails, the file is left unchanged.',
+      inputSchema: schema(
+        {
+          path: { type: 'string' },
+          edits: {
+            type: 'array',
+            items: schema({ target_content: { type: 'string' }, replacement_content: { type: 'string' } }, ['target_content', 'replacement_content']),
+          },
+        },
+        ['path', 'edits'],
+      ),
+      required: ['path', 'edits'],
+      skipJudge: false,
+      handler: withPath('write', async (p, args) => {
+        if (!Array.isArray(args.edits) || args.edits.length === 0) {
+          return fail('InvalidArguments', 'argument "edits" of tool fs.multi_edit must be a non-empty array of {target_content, replacement_content}');
+        }
+        let text = await readFile(p.host, 'utf8');
+        for (const [i, raw] of (args.edits as unknown[]).entries()) {
+          const e = (raw ?? {}) as Record<string, unknown>;
+          if (typeof e.target_content !== 'string' || typeof e.replacement_content !== 'string') {
+            return fail('InvalidArguments', `edit ${i + 1} of tool fs.multi_edit needs string target_content and replacement_content`);
+          }
+          const count = countOccurrences(text, e.target_content);
+          if (count !== 1) {
+            return fail('EditFailed', `edit ${i + 1}: target_content matches ${count} places in ${p.sandbox}; it must match exactly one. No edit was applied.`);
+          }
+          const replacement = e.replacement_content;
+          text = text.replace(e.target_content, () => replacement);
+        }
+        await writeAtomic(p.host, text);
+        return ok(`edited ${p.sandbox}: ${args.edits.length} replacement(s)`);
+      }),
+    },
+    {
+      name: 'fs.grep',
+      description: 'Search files under a directory (recursively) for a regular expression; answers path:line: text per match.',
+      inputSchema: schema({ pattern: { type: 'string', description: 'JavaScript regular expression' }, path: { type: 'string' }, recursive: { type: 'boolean', default: true } }, [
+        'pattern',
+        'path',
+      ]),
+      required: ['pattern', 'path'],
+      skipJudge: true,
+      handler: withPath('read', async (p, args) => {
+        let re: RegExp;
+        try {
+          re = new RegExp(str(args.pattern));
+        } catch (err) {
+          return fail('InvalidArguments', `pattern of tool fs.grep is not a valid regular expression: ${(err as Error).message}`);
+        }
+        const files: string[] = [];
+        await grepFiles(p.host, bool(args.recursive, true), files);
+        const lines: string[] = [];
+        let truncated = false;
+        outer: for (const f of files) {
+          const st = await stat(f);
+          if (st.size > MAX_GREP_FILE_BYTES) continue;
+          const buf = await readFile(f);
+          if (buf.includes(0)) continue;
+          const rel = path.relative(p.mount.hostPath, f).split(path.sep).join('/');
+          const shown = path.posix.join(p.mount.sandboxPath, rel);
+          for (const [i, line] of buf.toString('utf8').split('\n').entries()) {
+            if (re.test(line)) {
+              if (lines.length >= MAX_GREP_MATCHES) {
+                truncated = true;
+                break outer;
+              }
+              lines.push(`${shown}:${i + 1}: ${line}`);
+            }
+          }
+        }
+        if (lines.length === 0) return ok('no matches');
+        return ok(lines.join('\n') + (truncated ? `\n… (stopped after ${MAX_GREP_MATCHES} matches)` : ''));
+      }),
+    },
+    {
+      name: 'fs.glob',
+      description: 'Find files under a directory matching a glob pattern (recursive; `*.ts` matches at any depth); answers paths relative to the directory.',
+      inputSchema: schema({ pattern: { type: 'string', description: 'glob such as **/*.ts or src/*.js' }, path: { type: 'string' } }, ['pattern', 'path']),
+      required: ['pattern', 'path'],
+      skipJudge: true,
+      handler: withPath('read', async (p, args) => {
+        const pattern = str(args.pattern);
+        if (pattern.startsWith('/') || pattern.split('/').includes('..')) {
+          return fail('PathOutsideBoundary', `glob pattern ${pattern} must be relative to path and stay under it`);
+        }
+        const found = await fg(pattern, { cwd: p.host, dot: true, followSymbolicLinks: false, baseNameMatch: !pattern.includes('/'), onlyFiles: true, suppressErrors: true });
+        found.sort();
+        return ok(found.slice(0, MAX_GLOB_RESULTS).join('\n'));
+      }),
+    },
+  ];
+}

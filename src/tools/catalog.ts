@@ -1,0 +1,159 @@
+// The node's tool catalog (seed 001): one set of built-in tool definitions behind every caller — the refinement
+// loop (origin inner_loop), SEAL invocations from agent containers and MCP clients. call() runs, in order:
+//   1. unknown tool                         → ToolNotFound
+//   2. missing or null required argument    → InvalidArguments ("missing required argument "<field>" for tool <name>")
+//   3. the caller's SecurityContext          → ToolNotAllowed; the handlers check paths, domains and commands
+//                                              (PathOutsideBoundary, DomainNotAllowed, CommandNotAllowed, …)
+//   4. the handler; an exception of the operating system becomes NOT_FOUND, PERMISSION_DENIED or StorageFull,
+//      anything else ToolFailed. call() never throws for a tool-level failure.
+// skip_judge: the seed default of each tool, overridden per tool by the node config
+// (spec.builtin_dispatchers[].capabilities[].skip_judge). Agents cannot influence it.
+//
+// Not registered yet (their capabilities arrive with later issues; a call answers ToolNotFound, never a fake
+// success): orch.agent.generate, orch.workflow.* (list, search, create, update, export, delete, run, generate,
+// validate, executions.list, executions.get, logs, status, wait, cancel, signal, remove, promote, demote),
+// orch.execution.file, orch.execute, orch.execute.intent, orch.execute.status, orch.execute.wait,
+// orch.file.* (list, read, write, delete, mkdir), orch.volume.* (create, list, delete, quota),
+// orch.git.* (clone, list, status, diff, refresh, delete, push, commit), orch.script.* (save, list, get, update,
+// delete). orch.agent.search and orch.workflow.search need Cortex: agent.search is registered and answers
+// `Cortex not configured`.
+import type { AgentService } from '../agents/service.ts';
+import type { ExecutionService } from '../agents/execution/service.ts';
+import type { NodeConfig } from '../config/types.ts';
+import { Errors, isOrchError } from '../errors/catalog.ts';
+import type { Logger } from '../logging/logger.ts';
+import { cmdCeilingsOf, cmdTools } from './builtin/cmd.ts';
+import { fsTools } from './builtin/fs.ts';
+import { orchTools } from './builtin/orch.ts';
+import { webTools } from './builtin/web.ts';
+import { isToolAllowed } from './policy.ts';
+import type { SecurityContext, ToolCallContext, ToolCatalog, ToolDefinition, ToolInfo, ToolOutcome } from './types.ts';
+
+export interface ToolCatalogDeps {
+  config: NodeConfig;
+  logger: Logger;
+  agents?: AgentService;
+  /** Late-bound: the ExecutionService is created after the catalog. */
+  executions?: () => ExecutionService | undefined;
+  /** orch.system.info: the node's version (default: package.json's) and start time (default: now). */
+  version?: string;
+  startedAt?: number;
+}
+
+export interface NodeToolCatalog extends ToolCatalog {
+  /** Every registered definition (skip_judge as the node config sets it), in name order. */
+  definitions(): ToolDefinition[];
+  /** skip_judge of a tool after the node config's override; undefined for an unknown tool. */
+  skipJudge(name: string): boolean | undefined;
+}
+
+function skipJudgeOverrides(config: NodeConfig | undefined): Map<string, boolean> {
+  const out = new Map<string, boolean>();
+  for (const d of config?.builtin_dispatchers ?? []) {
+    for (const c of d.capabilities ?? []) {
+      if (typeof c.skip_judge === 'boolean') out.set(c.tool, c.skip_judge);
+    }
+  }
+  return out;
+}
+
+function isMissing(v: unknown): boolean {
+  return v === undefined || v === null;
+}
+
+/** Maps an exception of a handler to the seed's error names. */
+export function errorOutcome(name: string, args: Record<string, unknown>, err: unknown): ToolOutcome {
+  if (isOrchError(err)) {
+    const byCode: Record<string, string> = {
+      [Errors.NOT_FOUND.code]: 'NOT_FOUND',
+      [Errors.CONFLICT.code]: 'ALREADY_EXISTS',
+      [Errors.FORBIDDEN.code]: 'PERMISSION_DENIED',
+      [Errors.BAD_REQUEST.code]: 'InvalidArguments',
+      [Errors.VALIDATION.code]: 'InvalidManifest',
+      [Errors.NOT_IMPLEMENTED.code]: 'NotAvailable',
+    };
+    const details = Array.isArray(err.details)
+      ? `: ${(err.details as { field?: string; message?: string }[]).map((d) => (d.field ? `${d.field}: ${d.message}` : String(d.message))).join('; ')}`
+      : '';
+    return { ok: false, error: { error: byCode[err.code] ?? 'ToolFailed', message: `${err.message}${details}` } };
+  }
+  const e = err as NodeJS.ErrnoException;
+  const target = typeof args.path === 'string' ? args.path : name;
+  switch (e?.code) {
+    case 'ENOENT':
+      return { ok: false, error: { error: 'NOT_FOUND', message: `${target} does not exist` } };
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return { ok: false, error: { error: 'PERMISSION_DENIED', message: `${target}: permission denied` } };
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return { ok: false, error: { error: 'StorageFull', message: `${target}: the volume is full (storage error)` } };
+    case 'EISDIR':
+      return { ok: false, error: { error: 'IsADirectory', message: `${target} is a directory` } };
+    case 'ENOTDIR':
+      return { ok: false, error: { error: 'NotADirectory', message: `${target}: a part of the path is not a directory` } };
+    case 'EEXIST':
+      return { ok: false, error: { error: 'ALREADY_EXISTS', message: `${target} already exists and is not a directory` } };
+  }
+  return { ok: false, error: { error: 'ToolFailed', message: `${name} failed: ${e?.message ?? String(err)}` } };
+}
+
+export function createToolCatalog(deps: ToolCatalogDeps): NodeToolCatalog {
+  const log = deps.logger.child({ component: 'tools' });
+  const overrides = skipJudgeOverrides(deps.config);
+  const defs = new Map<string, ToolDefinition>();
+  const register = (list: ToolDefinition[]): void => {
+    for (const d of list) {
+      if (defs.has(d.name)) throw new Error(`tool ${d.name} is registered twice`);
+      defs.set(d.name, { ...d, skipJudge: overrides.get(d.name) ?? d.skipJudge });
+    }
+  };
+  register(fsTools());
+  register(cmdTools(cmdCeilingsOf(deps.config)));
+  register(webTools(deps.config));
+  register(
+    orchTools({
+      config: deps.config,
+      ...(deps.agents ? { agents: deps.agents } : {}),
+      executions: deps.executions ?? (() => undefined),
+      catalog: () => catalog,
+      version: deps.version,
+      startedAt: deps.startedAt ?? Date.now(),
+    }),
+  );
+  const sorted = [...defs.values()].sort((a, b) => a.name.localeCompare(b.name));
+
+  const catalog: NodeToolCatalog = {
+    definitions: () => [...sorted],
+    skipJudge: (name) => defs.get(name)?.skipJudge,
+    get: (name) => defs.get(name),
+    list(context: SecurityContext): ToolInfo[] {
+      return sorted
+        .filter((d) => isToolAllowed(context, d.name))
+        .map((d) => ({ name: d.name, description: d.description, source: 'builtin' as const, skip_judge: d.skipJudge }));
+    },
+    async call(ctx: ToolCallContext, name: string, rawArgs: Record<string, unknown>): Promise<ToolOutcome> {
+      const def = defs.get(name);
+      if (!def) return { ok: false, error: { error: 'ToolNotFound', message: `tool ${name} is not available on this node` } };
+      if (rawArgs !== undefined && rawArgs !== null && (typeof rawArgs !== 'object' || Array.isArray(rawArgs))) {
+        return { ok: false, error: { error: 'InvalidArguments', message: `the arguments of tool ${name} must be an object` } };
+      }
+      const args: Record<string, unknown> = rawArgs ?? {};
+      for (const field of def.required) {
+        if (isMissing(args[field])) return { ok: false, error: { error: 'InvalidArguments', message: `missing required argument "${field}" for tool ${name}` } };
+      }
+      if (!isToolAllowed(ctx.context, name)) {
+        return { ok: false, error: { error: 'ToolNotAllowed', message: `${name} is not allowed in security context ${ctx.context.name}` } };
+      }
+      try {
+        return await def.handler(ctx, args);
+      } catch (err) {
+        const outcome = errorOutcome(name, args, err);
+        if (!outcome.ok && outcome.error.error === 'ToolFailed') log.warn({ err, tool: name, origin: ctx.origin }, 'tool handler failed');
+        return outcome;
+      }
+    },
+  };
+  return catalog;
+}
