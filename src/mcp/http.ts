@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Principal } from '../auth/principal.ts';
 import { principalOf } from '../gateway/http/auth-hook.ts';
+import { contextForPrincipal } from '../tools/policy.ts';
 import type { SecurityContext, ToolCatalog } from '../tools/types.ts';
 import { createMcpServer, type McpCallerContext } from './server.ts';
 
@@ -23,20 +24,12 @@ export function mcpCallerFor(principal: Principal, contextFor: (principal: Princ
   return { principal, tenantId: principal.tenantId, context: contextFor(principal) };
 }
 
-/**
- * Fail-closed stand-in until the node policy (src/tools/policy.ts `contextForPrincipal`) is the default: no tool is
- * listed or callable.
- */
-export function denyAll(): SecurityContext {
-  return { name: 'mcp-deny-all', allow: [], deny: ['*'], filesystem: { read: [], write: [] }, network: { mode: 'none', allowlist: [] } };
-}
-
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply.status(status).header('content-type', 'application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
 export async function registerMcpRoute(app: FastifyInstance, catalog: ToolCatalog, options: McpRouteOptions = {}): Promise<void> {
-  const contextFor = options.contextFor ?? denyAll;
+  const contextFor = options.contextFor ?? ((principal: Principal) => contextForPrincipal(principal));
 
   app.post(MCP_PATH, async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = mcpCallerFor(principalOf(request), contextFor);

@@ -9,22 +9,17 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
-import type { Principal } from '../../src/auth/principal.ts';
 import { installAuth } from '../../src/gateway/http/auth-hook.ts';
 import { installErrorHandling } from '../../src/gateway/http/errors.ts';
 import { registerMcpRoute } from '../../src/mcp/http.ts';
 import { runProxy } from '../../src/mcp/proxy.ts';
-import type { CallOrigin, SecurityContext, ToolCatalog, ToolDefinition, ToolInfo } from '../../src/tools/types.ts';
+import { isToolAllowed } from '../../src/tools/policy.ts';
+import type { CallOrigin, ToolCatalog, ToolDefinition, ToolInfo } from '../../src/tools/types.ts';
 import { makeTestIdp, type TestIdp } from '../support/jwks.ts';
 
-// ---- a tiny stand-in catalog (until the real one is wired in here) ----
+// ---- a tiny stand-in catalog over the real policy (until the real catalog is wired in here) ----
 
-function matches(globs: string[], name: string): boolean {
-  return globs.some((g) => (g.endsWith('*') ? name.startsWith(g.slice(0, -1)) : g === name));
-}
-function allowed(ctx: SecurityContext, name: string): boolean {
-  return (ctx.allow.length === 0 || matches(ctx.allow, name)) && !matches(ctx.deny, name);
-}
+const allowed = isToolAllowed;
 const calls: Array<{ name: string; origin: CallOrigin; tenantId: string; subject: string }> = [];
 function def(name: string, description: string, run: (args: Record<string, unknown>) => unknown): ToolDefinition {
   return {
@@ -55,11 +50,6 @@ const catalog: ToolCatalog = {
     return d.handler(ctx, args);
   },
 };
-function contextFor(p: Principal): SecurityContext {
-  const base = { deny: ['fs.*', 'cmd.*'], filesystem: { read: [], write: [] }, network: { mode: 'none' as const, allowlist: [] } };
-  return p.roles.includes('operator') ? { name: 'external-operator', allow: [], ...base } : { name: 'external-user', allow: ['orch.schema.get'], ...base };
-}
-
 // ---- the server ----
 
 let app: FastifyInstance;
@@ -71,7 +61,8 @@ test.before(async () => {
   app = Fastify();
   installErrorHandling(app);
   installAuth(app, createJwtAuthenticator({ jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience }));
-  await registerMcpRoute(app, catalog, { contextFor });
+  // The caller context is the node policy's contextForPrincipal (the route's default).
+  await registerMcpRoute(app, catalog);
   await app.listen({ host: '127.0.0.1', port: 0 });
   base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 });
