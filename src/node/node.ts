@@ -26,6 +26,8 @@ import { startAgentsCapability, type AgentsCapability } from '../agents/capabili
 import { createLlmJudge } from '../agents/execution/judge.ts';
 import { createLlmRegistry } from '../agents/llm/registry.ts';
 import { SealService } from '../seal/service.ts';
+import { createToolCatalog } from '../tools/catalog.ts';
+import { contextFromManifest } from '../tools/policy.ts';
 import { sealHandlers, SEAL_EXEMPT_METHODS } from '../gateway/grpc/seal-handlers.ts';
 
 export interface NodeAddresses {
@@ -93,8 +95,10 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       kinds.push(agentsCap.kind);
     }
 
+    // The node's tool catalog; SEAL routes through it (MCP and the agents capability can take the same instance).
+    const catalog = createToolCatalog({ config, logger: log, agents: agentService, executions: () => agentsCap?.executions });
     // SEAL: agent containers attest and send signed tool calls, routed through the tool catalog.
-    const seal = new SealService({ db, dataDir: config.dataDir, catalog: () => undefined, logger: log });
+    const seal = new SealService({ db, dataDir: config.dataDir, catalog, contextFor: contextFromManifest, logger: log });
 
     let shuttingDown = false;
     const cluster = new ClusterService(db);
