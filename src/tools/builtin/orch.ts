@@ -38,7 +38,7 @@ export function orchVersion(): string {
   return packageVersion;
 }
 
-const SECRET_KEY = /(api_key|apikey|secret|password|passwd|token|private_key|credentials?)$/i;
+const SECRET_KEY = /(api_?key|secret|password|passwd|token|private_key|credential)/i;
 export const REDACTED = '[REDACTED]';
 
 /** The node config with secrets replaced: keys like api_key/…secret…/password/token, env and header values, URL passwords. */
