@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|http|db|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,6 +11,7 @@ import { startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { benchGateway, type GatewayFigures } from './gateway.ts';
 import { benchExecutions, type ExecutionFigures } from './executions.ts';
+import { benchSeal } from './seal.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -144,10 +145,24 @@ async function benchAgentExecutions(): Promise<void> {
   }
 }
 
+async function benchSealInvoke(): Promise<void> {
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await benchSeal(2000));
+  const f = (x: number): string => x.toFixed(3);
+  const line = (name: string, xs: number[]): void => {
+    process.stdout.write(`${name.padEnd(52)} median ${f(median(xs)).padStart(8)} ms   runs: ${xs.map(f).join(', ')}\n`);
+  };
+  line('SEAL invoke in-process p50', runs.map((r) => r.inProcessP50));
+  line('SEAL invoke in-process p99', runs.map((r) => r.inProcessP99));
+  line('SEAL invoke over HTTP p50', runs.map((r) => r.httpP50));
+  line('SEAL invoke over HTTP p99', runs.map((r) => r.httpP99));
+}
+
 const what = process.argv[2] ?? 'all';
 process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, node ${process.version}, ${os.cpus().length} cpus\n`);
 if (what === 'startup' || what === 'all') await benchStartup();
 if (what === 'toolcalls' || what === 'all') await benchToolCalls();
 if (what === 'executions' || what === 'all') await benchAgentExecutions();
+if (what === 'seal' || what === 'all') await benchSealInvoke();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();

@@ -81,6 +81,9 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     const agentService = new AgentService(db, log);
     const llm = createLlmRegistry(config.llm_providers, log);
     let agentsCap: AgentsCapability | undefined;
+    // One tool catalog for the whole node: the refinement loop, SEAL and MCP all call it. The executions service is
+    // bound late because it is made by the agents capability, which needs the catalog first.
+    const catalog = createToolCatalog({ config, logger: log, agents: agentService, executions: () => agentsCap?.executions });
     if (config.node.role !== 'controller') {
       agentsCap = await startAgentsCapability({
         config,
@@ -90,13 +93,12 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         agents: agentService,
         llm,
         judge: createLlmJudge(llm, agentService),
+        catalog,
         logger: log,
       });
       kinds.push(agentsCap.kind);
     }
 
-    // The node's tool catalog; SEAL routes through it (MCP and the agents capability can take the same instance).
-    const catalog = createToolCatalog({ config, logger: log, agents: agentService, executions: () => agentsCap?.executions });
     // SEAL: agent containers attest and send signed tool calls, routed through the tool catalog.
     const seal = new SealService({ db, dataDir: config.dataDir, catalog, contextFor: contextFromManifest, logger: log });
 
@@ -110,6 +112,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       isShuttingDown: () => shuttingDown,
       registerAgents: (app) => registerAgentRoutes(app, agentService),
       seal,
+      catalog,
       ...(agentsCap ? { executions: agentsCap.executions, gateways: agentsCap.gateways } : {}),
     });
     await app.listen({ host: config.http.bind, port: config.http.port });
