@@ -130,18 +130,23 @@ export class ExecutionLoop {
       await this.iterate(runSignal);
     } catch (err) {
       const reason = runSignal.aborted ? (runSignal.reason as unknown) : err;
-      // Stop the sandbox before anything else: a cancel must kill the running command at once.
-      await this.teardown();
-      if (overall.aborted && !signal.aborted) {
-        await this.finishFailed(new ExecutionTimedOut(timeoutS).message);
-      } else if (reason instanceof CancelledByUser) {
-        await this.finishCancelled();
-      } else if (isHandOver(reason) || isHandOver(err)) {
-        throw isHandOver(reason) ? reason : err;
-      } else {
-        const message = err instanceof Error ? err.message : String(err);
-        this.log.error({ err }, 'execution failed');
-        await this.finishFailed(message);
+      // Kill the sandbox before anything else (a cancel must stop the running command at once), and record the
+      // outcome while the engine removes it: the kill is immediate, the removal can take a moment.
+      const stopping = this.teardown();
+      try {
+        if (overall.aborted && !signal.aborted) {
+          await this.finishFailed(new ExecutionTimedOut(timeoutS).message);
+        } else if (reason instanceof CancelledByUser) {
+          await this.finishCancelled();
+        } else if (isHandOver(reason) || isHandOver(err)) {
+          throw isHandOver(reason) ? reason : err;
+        } else {
+          const message = err instanceof Error ? err.message : String(err);
+          this.log.error({ err }, 'execution failed');
+          await this.finishFailed(message);
+        }
+      } finally {
+        await stopping;
       }
     } finally {
       await this.teardown();
