@@ -12,6 +12,8 @@ import { createTestDatabase } from '../test/support/pg.ts';
 import { benchGateway, type GatewayFigures } from './gateway.ts';
 import { benchExecutions, type ExecutionFigures } from './executions.ts';
 import { benchSeal } from './seal.ts';
+import { createToolCatalog } from '../src/tools/catalog.ts';
+import { loadNodeConfig } from '../src/config/load.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -147,7 +149,9 @@ async function benchAgentExecutions(): Promise<void> {
 
 async function benchSealInvoke(): Promise<void> {
   const runs = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await benchSeal(2000));
+  // The node's real catalog, as `orch up` with default settings builds it.
+  const catalog = createToolCatalog({ config: loadNodeConfig({ env: {} }), logger: silentLogger() });
+  for (let i = 0; i < RUNS; i++) runs.push(await benchSeal(2000, catalog));
   const f = (x: number): string => x.toFixed(3);
   const line = (name: string, xs: number[]): void => {
     process.stdout.write(`${name.padEnd(52)} median ${f(median(xs)).padStart(8)} ms   runs: ${xs.map(f).join(', ')}\n`);
