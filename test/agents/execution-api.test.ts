@@ -165,3 +165,53 @@ test('POST /v1/dispatch-gateway speaks the protocol to loopback callers and refu
   });
   t.is(unknown.status, 404);
 });
+
+test('tool_validation: the inner-loop judge blocks a proposed call under min_score; skip_judge tools bypass it', async (t) => {
+  const isJudge = (body: { messages: { role: string; content?: string | null }[] }) => body.messages.some((m) => m.role === 'system' && String(m.content).includes('Answer only with JSON'));
+  const llm = await startScriptedLlm((body) => {
+    if (isJudge(body)) {
+      const proposal = String(body.messages.at(-1)?.content);
+      return { content: proposal.includes('evil.txt') ? '{"score": 0.1, "confidence": 0.9, "reasoning": "writes a file the task does not need"}' : '{"score": 0.9, "confidence": 0.9, "reasoning": "a reasonable call for this task"}' };
+    }
+    const tools = body.messages.filter((m) => m.role === 'tool').length;
+    if (tools === 0) return { tool_calls: [{ name: 'fs_write', arguments: { path: 'evil.txt', content: 'x' } }] };
+    if (tools === 1) return { tool_calls: [{ name: 'fs_write', arguments: { path: 'good.txt', content: 'hello' } }] };
+    if (tools === 2) return { tool_calls: [{ name: 'fs_read', arguments: { path: 'good.txt' } }] };
+    return { content: 'done' };
+  });
+  t.teardown(() => llm.close());
+  const { s, dir } = await node(t, llm.url);
+  const guard = await api(s, 'POST', '/v1/agents', {
+    manifest_yaml: `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: guard, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", model: default }
+  task: { instruction: You review tool calls proposed by another agent. }
+`,
+  });
+  t.is(guard.status, 201, JSON.stringify(guard.body));
+  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', {
+    manifest_yaml: `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: guarded, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", model: default }
+  task: { instruction: Write good.txt. }
+  execution: { mode: one-shot, tool_validation: [ { judge_agent: guard, min_score: 0.5 } ] }
+  tools: [ fs.write, fs.read ]
+`,
+  });
+  t.is(dep.status, 201, JSON.stringify(dep.body));
+  const started = await api<{ execution_id: string }>(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'x' });
+  const events = await sseEvents(s, started.body.execution_id);
+  t.truthy(events.at(-1)?.execution_completed, JSON.stringify(events.at(-1)));
+  const judgeCalls = llm.requests.filter((r) => isJudge(r));
+  t.is(judgeCalls.length, 2, 'fs.write twice judged; fs.read (skip_judge) not');
+  const workspace = path.join(dir, 'data', 'volumes', started.body.execution_id, 'workspace');
+  const { existsSync } = await import('node:fs');
+  t.false(existsSync(path.join(workspace, 'evil.txt')), 'the rejected call did not run');
+  t.true(existsSync(path.join(workspace, 'good.txt')));
+  const rejected = llm.requests.find((r) => !isJudge(r) && r.messages.filter((m) => m.role === 'tool').length === 1);
+  t.regex(String(rejected?.messages.at(-1)?.content), /ToolCallRejected.*guard scored 0.1/);
+});

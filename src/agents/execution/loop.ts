@@ -21,9 +21,10 @@ import type { GatewayRegistry } from './gateway-server.ts';
 import { Journal } from './journal.ts';
 import type { ExecutionRow } from './repo.ts';
 import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
-import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
+import { defaultCatalog, runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
 import { validateIteration } from './validate.ts';
 import type { TenantJudge } from './judge.ts';
+import { judgeToolCall, toolValidationRules } from './tool-judge.ts';
 import type { ToolCatalog } from '../../tools/types.ts';
 
 /** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
@@ -356,7 +357,14 @@ export class ExecutionLoop {
       if (answer.tool_calls.length === 0) return { output: answer.content ?? '', toolCalls, ...(lastExitCode !== undefined ? { lastExitCode, lastStderr } : {}) };
       for (const [i, call] of answer.tool_calls.entries()) {
         const tool = toolFromWire(m, call.name);
-        const result = await this.journal.step<ToolResult>(`it${n}:turn${turn}:tool${i}`, 'tool', () => runTool(this.toolCtx!, tool, call.arguments));
+        const judged = this.needsToolJudge(tool)
+          ? await this.journal.step(`it${n}:turn${turn}:judge${i}`, 'judge', () =>
+              judgeToolCall(this.deps.judge, this.row.tenant_id, this.toolRules, tool, call.arguments),
+            )
+          : { allowed: true };
+        const result: ToolResult = judged.allowed
+          ? await this.journal.step<ToolResult>(`it${n}:turn${turn}:tool${i}`, 'tool', () => runTool(this.toolCtx!, tool, call.arguments))
+          : { ok: false, error: { error: 'ToolCallRejected', message: judged.reason ?? 'rejected by the tool judge' } };
         toolCalls++;
         if (tool === 'cmd.run' && result.ok) {
           const r = result.value as CmdResult;
@@ -369,6 +377,16 @@ export class ExecutionLoop {
       }
     }
     throw new LlmStepFailed(`the model kept calling tools for ${MAX_TURNS_PER_ITERATION} turns`);
+  }
+
+  private get toolRules(): ReturnType<typeof toolValidationRules> {
+    return toolValidationRules(this.m.spec.execution.tool_validation);
+  }
+
+  /** The inner-loop judge applies when the manifest enables it and the tool's skip_judge is false. */
+  private needsToolJudge(tool: string): boolean {
+    if (this.toolRules.length === 0) return false;
+    return (this.deps.catalog ?? defaultCatalog()).get(tool)?.skipJudge !== true;
   }
 
   private async judge(rule: Extract<AgentManifest['spec']['execution']['validation'][number], { type: 'semantic' }>, output: string) {

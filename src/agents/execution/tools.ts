@@ -60,7 +60,7 @@ export interface ToolContext {
 const LOOP_TOOLS = ['fs.*', 'cmd.run', 'web.*'];
 
 let fallback: ToolCatalog | undefined;
-function defaultCatalog(): ToolCatalog {
+export function defaultCatalog(): ToolCatalog {
   fallback ??= createToolCatalog({
     config: { builtin_dispatchers: [], mcp_servers: [] } as unknown as NodeConfig,
     logger: silentLogger(),
