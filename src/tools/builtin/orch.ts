@@ -2,6 +2,9 @@
 // (AgentService), executions (ExecutionService), the manifest schema and runtimes, the catalog itself and the node.
 // A tool whose service is absent on this node answers `NotAvailable`; tools whose capability is not built yet are
 // not registered at all (see catalog.ts).
+import path from 'node:path';
+import { readFile, realpath } from 'node:fs/promises';
+import { volumeRoot } from '../../agents/execution/sandbox.ts';
 import { readFileSync } from 'node:fs';
 import { stringify as toYaml } from 'yaml';
 import type { ExecutionService, ExecutionView } from '../../agents/execution/service.ts';
@@ -325,6 +328,28 @@ export function orchTools(deps: OrchToolDeps): ToolDefinition[] {
           return ok({ execution_id: id, removed: false, error: (err as Error).message });
         }
         return ok({ execution_id: id, removed: true });
+      }),
+    }),
+    def({
+      name: 'orch.execution.file',
+      description: "Read a file from an execution's workspace volume (its output files), by path relative to /workspace.",
+      inputSchema: schema({ execution_id: { type: 'string' }, path: { type: 'string' } }, ['execution_id', 'path']),
+      required: ['execution_id', 'path'],
+      skipJudge: true,
+      handler: withExec('orch.execution.file', async (e, ctx, args) => {
+        const id = str(args.execution_id);
+        await e.get(ctx.tenantId, id); // tenant scope: NOT_FOUND for another tenant's execution
+        if (!deps.config?.dataDir) return notAvailable('orch.execution.file', 'node data directory');
+        const root = path.join(volumeRoot(deps.config.dataDir, id), 'workspace');
+        const rel = path.posix.normalize(str(args.path).replace(/^\/workspace\/?/, '')).replace(/^\/+/, '');
+        if (rel === '..' || rel.startsWith('../')) return fail('PathOutsideBoundary', `${str(args.path)} is outside the execution's workspace`);
+        const target = path.join(root, ...rel.split('/').filter(Boolean));
+        // Symlinks must not lead out of the workspace.
+        const [realRoot, realTarget] = await Promise.all([realpath(root), realpath(target)]);
+        if (realTarget !== realRoot && !realTarget.startsWith(`${realRoot}${path.sep}`)) {
+          return fail('PathOutsideBoundary', `${str(args.path)} resolves outside the execution's workspace`);
+        }
+        return ok({ execution_id: id, path: `/workspace/${rel}`, content: await readFile(realTarget, 'utf8') });
       }),
     }),
     // ---- schema
