@@ -83,7 +83,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     let agentsCap: AgentsCapability | undefined;
     // One tool catalog for the whole node: the refinement loop, SEAL and MCP all call it. The executions service is
     // bound late because it is made by the agents capability, which needs the catalog first.
-    const catalog = createToolCatalog({ config, logger: log, agents: agentService, executions: () => agentsCap?.executions });
+    const catalog = createToolCatalog({ config, logger: log, db, agents: agentService, executions: () => agentsCap?.executions });
     if (config.node.role !== 'controller') {
       agentsCap = await startAgentsCapability({
         config,

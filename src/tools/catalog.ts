@@ -14,17 +14,19 @@
 // validate, executions.list, executions.get, logs, status, wait, cancel, signal, remove, promote, demote),
 // orch.execution.file, orch.execute, orch.execute.intent, orch.execute.status, orch.execute.wait,
 // orch.file.* (list, read, write, delete, mkdir), orch.volume.* (create, list, delete, quota),
-// orch.git.* (clone, list, status, diff, refresh, delete, push, commit), orch.script.* (save, list, get, update,
-// delete). orch.agent.search and orch.workflow.search need Cortex: agent.search is registered and answers
-// `Cortex not configured`.
+// orch.git.* (clone, list, status, diff, refresh, delete, push, commit). orch.script.* (save, list, get, update,
+// delete) is registered when the catalog is given a database. orch.agent.search and orch.workflow.search need
+// Cortex: agent.search is registered and answers `Cortex not configured`.
 import type { AgentService } from '../agents/service.ts';
 import type { ExecutionService } from '../agents/execution/service.ts';
 import type { NodeConfig } from '../config/types.ts';
 import { Errors, isOrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
+import type { Db } from '../storage/db.ts';
 import { cmdCeilingsOf, cmdTools } from './builtin/cmd.ts';
 import { fsTools } from './builtin/fs.ts';
 import { orchTools } from './builtin/orch.ts';
+import { scriptTools } from './builtin/scripts.ts';
 import { webTools } from './builtin/web.ts';
 import { isToolAllowed } from './policy.ts';
 import type { SecurityContext, ToolCallContext, ToolCatalog, ToolDefinition, ToolInfo, ToolOutcome } from './types.ts';
@@ -33,6 +35,8 @@ export interface ToolCatalogDeps {
   config: NodeConfig;
   logger: Logger;
   agents?: AgentService;
+  /** The node's database: orch.script.* is registered only when it is given. */
+  db?: Db;
   /** Late-bound: the ExecutionService is created after the catalog. */
   executions?: () => ExecutionService | undefined;
   /** orch.system.info: the node's version (default: package.json's) and start time (default: now). */
@@ -122,6 +126,7 @@ export function createToolCatalog(deps: ToolCatalogDeps): NodeToolCatalog {
       startedAt: deps.startedAt ?? Date.now(),
     }),
   );
+  if (deps.db) register(scriptTools({ db: deps.db }));
   const sorted = [...defs.values()].sort((a, b) => a.name.localeCompare(b.name));
 
   const catalog: NodeToolCatalog = {

@@ -62,6 +62,8 @@ export const EXTERNAL_READ_ONLY_TOOLS: readonly string[] = [
   'orch.tools.search',
   'orch.system.info',
   'orch.runtime.list',
+  'orch.script.list',
+  'orch.script.get',
 ];
 
 /** Node-level contexts by name. */
