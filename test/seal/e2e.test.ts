@@ -17,9 +17,8 @@ import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.ts';
 import { attestHttp, buildEnvelope, generateKeyPair, invokeHttp, SealGrpcClient, type SealKeyPair } from '../../src/seal/client.ts';
 import type { JsonRpcResponse } from '../../src/seal/envelope.ts';
 
-// The tool calls need the node's tool catalog (src/tools/catalog.ts); without it they are skipped, not faked.
-const HAVE_CATALOG = existsSync(fileURLToPath(new URL('../../src/tools/catalog.ts', import.meta.url)));
-const withCatalog = HAVE_CATALOG ? test.serial : test.serial.skip;
+// The tool calls go through the node's real tool catalog (src/tools/catalog.ts).
+const withCatalog = test.serial;
 
 const AGENT = `apiVersion: orch.dev/v1
 kind: Agent
