@@ -1,7 +1,9 @@
-// SEAL invoke latency: one signed tools/call (token check, Ed25519 verify over the payload, session + replay
-// statement on PGlite, policy, route to orch.tools.list) in-process through SealService.invoke, and over HTTP
+// SEAL invoke latency: one signed tools/call (token check, Ed25519 verify over the payload, session, liveness +
+// replay record, policy, route to orch.tools.list) in-process through SealService.invoke, and over HTTP
 // (POST /v1/seal/invoke on a Fastify instance with the real routes, one keep-alive connection, sequential calls).
-// Run: `tsx bench/seal.ts [calls]`, or from bench/run.ts via benchSeal().
+// Replay record: in the database (one INSERT … SELECT on PGlite per invoke) or, with `redisUrl`, a Redis SET NX
+// with liveness from the Redis bus (src/seal/replay.ts, liveness.ts) — what a node with spec.redis.url does.
+// Run: `tsx bench/seal.ts [calls] [redis://…]`, or from bench/run.ts via benchSeal().
 import http from 'node:http';
 import Fastify from 'fastify';
 import { buildEnvelope, toHttpBody } from '../src/seal/client.ts';
@@ -9,6 +11,10 @@ import { installErrorHandling } from '../src/gateway/http/errors.ts';
 import { registerSealRoutes } from '../src/gateway/http/seal-routes.ts';
 import type { ToolCatalog } from '../src/tools/types.ts';
 import { fixture } from '../test/seal/harness.ts';
+import { openBus } from '../src/bus/open.ts';
+import { silentLogger } from '../src/logging/logger.ts';
+import { RedisReplayGuard } from '../src/seal/replay.ts';
+import { percentile } from './stats.ts';
 
 export interface SealFigures {
   calls: number;
@@ -16,10 +22,6 @@ export interface SealFigures {
   inProcessP99: number;
   httpP50: number;
   httpP99: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
 function post(agent: http.Agent, port: number, body: string): Promise<number> {
@@ -34,8 +36,11 @@ function post(agent: http.Agent, port: number, body: string): Promise<number> {
 }
 
 /** `catalog`: the node's real catalog when given; else the test catalog (same contract). */
-export async function benchSeal(calls = 2000, catalog?: ToolCatalog): Promise<SealFigures> {
-  const f = await fixture(catalog ? { catalog } : {});
+export async function benchSeal(calls = 2000, catalog?: ToolCatalog, o: { redisUrl?: string } = {}): Promise<SealFigures> {
+  const replay = o.redisUrl ? await RedisReplayGuard.open(o.redisUrl) : undefined;
+  const bus = o.redisUrl ? await openBus({ url: o.redisUrl }, silentLogger()) : undefined;
+  const f = await fixture({ ...(catalog ? { catalog } : {}), deps: replay && bus ? { replay, bus } : {} });
+  if (o.redisUrl && f.seal.replayStore !== 'redis') throw new Error('the Redis replay path is not in use');
   try {
     const sign = () => buildEnvelope('orch.tools.list', {}, { securityToken: f.token, privateKey: f.keys.privateKey });
     // Envelopes are signed before timing: signing is the agent's cost, not the orchestrator's.
@@ -81,13 +86,16 @@ export async function benchSeal(calls = 2000, catalog?: ToolCatalog): Promise<Se
       httpP99: percentile(overHttp, 99),
     };
   } finally {
+    await f.seal.close();
+    await replay?.close();
+    await bus?.close();
     await f.close();
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const n = Number(process.argv[2] ?? 2000);
-  const r = await benchSeal(Number.isFinite(n) && n > 0 ? n : 2000);
+  const r = await benchSeal(Number.isFinite(n) && n > 0 ? n : 2000, undefined, process.argv[3] ? { redisUrl: process.argv[3] } : {});
   const ms = (x: number) => `${x.toFixed(3)} ms`;
   process.stdout.write(
     `SEAL invoke in-process  p50 ${ms(r.inProcessP50)}  p99 ${ms(r.inProcessP99)}  (${r.calls} calls)\n` +

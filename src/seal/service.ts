@@ -12,6 +12,8 @@ import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoK
 import type { AgentManifest } from '../agents/manifest/types.ts';
 import { getExecution, isTerminal } from '../agents/execution/repo.ts';
 import { prepareVolumes, WORKSPACE } from '../agents/execution/sandbox.ts';
+import { toolMountsOf } from '../agents/execution/volumes.ts';
+import type { VolumeService } from '../volumes/service.ts';
 import { isUuid } from '../agents/execution/service.ts';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -19,6 +21,10 @@ import type { Db } from '../storage/db.ts';
 import type { Principal } from '../auth/principal.ts';
 import type { SecurityContext, ToolCallContext, ToolCatalog, VolumeMount } from '../tools/types.ts';
 import { manifestContext, type ContextResolver } from './context.ts';
+import type { SandboxCommands } from './sandbox-commands.ts';
+import type { ReplayGuard } from './replay.ts';
+import { ExecutionLiveness } from './liveness.ts';
+import type { EventBus } from '../bus/bus.ts';
 import {
   ArgumentsError,
   EnvelopeError,
@@ -84,6 +90,18 @@ export interface SealDeps {
   logger: Logger;
   /** Clock, for tests. */
   now?: () => number;
+  /** This node's id (named in cmd.run's error when the execution runs elsewhere). */
+  nodeId?: string;
+  /** Live sandboxes of this node's executions: cmd.run runs in the caller's (src/seal/sandbox-commands.ts). */
+  sandboxCommands?: SandboxCommands;
+  /** The shared replay record in Redis (src/seal/replay.ts). With `bus` too, an invoke makes no database round
+   * trip: liveness comes from the bus (src/seal/liveness.ts). Without them: one SQL statement per invoke. */
+  replay?: ReplayGuard;
+  bus?: EventBus;
+  /** Liveness safety-net re-read interval (default 1 s). */
+  livenessRevalidateMs?: number;
+  /** The node's volumes: an execution's spec.volumes are served to fs.* through them (src/agents/execution/volumes.ts). */
+  volumes?: VolumeService;
 }
 
 interface TokenClaims {
@@ -145,11 +163,26 @@ export class SealService {
   private readonly now: () => number;
   private readonly contextFor: ContextResolver;
   private readonly log: Logger;
+  private readonly liveness: ExecutionLiveness | undefined;
 
   constructor(private readonly deps: SealDeps) {
     this.now = deps.now ?? Date.now;
     this.contextFor = deps.contextFor ?? manifestContext;
     this.log = deps.logger.child({ component: 'seal' });
+    if (deps.replay && deps.bus) {
+      this.liveness = new ExecutionLiveness({
+        db: deps.db,
+        bus: deps.bus,
+        logger: this.log,
+        now: this.now,
+        ...(deps.livenessRevalidateMs !== undefined ? { revalidateMs: deps.livenessRevalidateMs } : {}),
+      });
+    }
+  }
+
+  /** Where replay records go: 'redis' (shared, no database round trip) or 'database'. */
+  get replayStore(): 'redis' | 'database' {
+    return this.liveness ? 'redis' : 'database';
   }
 
   private catalog(): ToolCatalog | undefined {
@@ -263,7 +296,10 @@ export class SealService {
     const exec = await getExecution(this.deps.db, row.execution_id);
     if (!exec) return undefined;
     const context = typeof row.security_context === 'string' ? (JSON.parse(row.security_context) as SecurityContext) : row.security_context;
-    const mounts = await prepareVolumes(this.deps.dataDir, exec.id, exec.manifest);
+    // With the node's volumes, spec.volumes are the execution's volumes of the VolumeService (as in its loop).
+    const mounts = this.deps.volumes
+      ? await toolMountsOf(this.deps.volumes, this.deps.dataDir, { id: exec.id, tenantId: exec.tenant_id, manifest: exec.manifest })
+      : await prepareVolumes(this.deps.dataDir, exec.id, exec.manifest);
     const s: Session = {
       sessionId: row.session_id,
       executionId: row.execution_id,
@@ -312,9 +348,18 @@ export class SealService {
     if (!verifySignature(s.key, envelope.payload, envelope.signature)) return fail(401, id, RPC.SERVER, 'invalid envelope signature');
     if (!timestampFresh(envelope.timestamp, now)) return fail(401, id, RPC.SERVER, 'envelope timestamp outside the 30 s window');
 
-    // The replay record is written only while the execution runs and the session is active: one statement on the
-    // hot path. When it writes nothing, a second read tells an ended execution (403) from a replay (401).
     const hash = createHash('sha256').update(envelope.signature.trim()).digest('hex');
+    if (this.liveness && this.deps.replay) {
+      // Redis path: liveness from the bus (403 once the execution ended), then SET NX (401 for a replay).
+      if (!(await this.liveness.isLive(s.executionId, s.sessionId))) {
+        this.sessions.delete(s.sessionId);
+        return fail(403, id, RPC.SERVER, 'inactive SEAL session: the execution has ended');
+      }
+      if (!(await this.deps.replay.firstUse(s.sessionId, hash))) return fail(401, id, RPC.SERVER, 'envelope signature already used in this session (replay)');
+      return this.route(s, envelope, id);
+    }
+    // Database path: the replay record is written only while the execution runs and the session is active, in one
+    // statement. When it writes nothing, a second read tells an ended execution (403) from a replay (401).
     const ins = await this.deps.db.query(
       `INSERT INTO seal_seen_signatures (session_id, signature_hash)
        SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM executions WHERE id = $3 AND status IN ('pending', 'running'))
@@ -335,7 +380,11 @@ export class SealService {
       }
       return fail(401, id, RPC.SERVER, 'envelope signature already used in this session (replay)');
     }
+    return this.route(s, envelope, id);
+  }
 
+  /** JSON-RPC request → catalog call → answer (after every envelope check passed). */
+  private async route(s: Session, envelope: SealEnvelope, id: JsonRpcId): Promise<InvokeResult> {
     let call;
     try {
       call = parseToolCall(envelope.payload);
@@ -355,15 +404,35 @@ export class SealService {
       manifest: s.manifest,
       mounts: s.mounts,
       workdir: WORKSPACE,
-      // cmd.run: no runCommand yet. The command would have to run in the execution's sandbox, which only its
-      // ExecutionActor reaches; an allowed cmd.run answers a tool-level error (docs/SEAL.md).
     };
+    // cmd.run runs in the caller's own sandbox, registered by its ExecutionLoop on this node.
+    const runner = this.deps.sandboxCommands?.get(s.executionId);
+    if (runner) ctx.runCommand = (req) => runner(req);
+    else if (call.name === 'cmd.run') ctx.noSandbox = await this.noSandbox(s.executionId);
     const outcome = await catalog.call(ctx, call.name, call.arguments);
     if (outcome.ok) return answer(200, rpcResult(call.id, outcome.result, false));
     const e = outcome.error;
     if (e.error === 'InvalidArguments') return fail(422, call.id, RPC.INVALID_PARAMS, e.message);
     if (POLICY_ERRORS.has(e.error)) return fail(403, call.id, RPC.SERVER, `${e.error}: ${e.message}`);
     return answer(200, rpcResult(call.id, e, true));
+  }
+
+  /** cmd.run's error when this node holds no live sandbox of the execution. */
+  private async noSandbox(executionId: string): Promise<{ error: string; message: string }> {
+    const row = await getExecution(this.deps.db, executionId);
+    const owner = row?.owner_node;
+    if (owner && this.deps.nodeId && owner !== this.deps.nodeId) {
+      return {
+        error: 'SandboxOnOtherNode',
+        message: `execution ${executionId} runs on node ${owner}; cmd.run over SEAL reaches only sandboxes of the node it is sent to (${this.deps.nodeId}) — send it to ${owner} (cluster forwarding is not built yet)`,
+      };
+    }
+    return { error: 'NoSandbox', message: `execution ${executionId} has no live sandbox on this node (not started yet, restarting, or ended)` };
+  }
+
+  /** Closes the liveness subscriptions (the replay guard belongs to whoever opened it). */
+  async close(): Promise<void> {
+    await this.liveness?.close();
   }
 
   /** Forgets cached sessions (tests; an execution ending is also seen on the next invoke without this). */

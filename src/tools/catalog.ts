@@ -9,14 +9,17 @@
 // skip_judge: the seed default of each tool, overridden per tool by the node config
 // (spec.builtin_dispatchers[].capabilities[].skip_judge). Agents cannot influence it.
 //
-// Not registered yet (their capabilities arrive with later issues; a call answers ToolNotFound, never a fake
-// success): orch.agent.generate, orch.workflow.* (list, search, create, update, export, delete, run, generate,
-// validate, executions.list, executions.get, logs, status, wait, cancel, signal, remove, promote, demote),
-// orch.execution.file, orch.execute, orch.execute.intent, orch.execute.status, orch.execute.wait,
-// orch.file.* (list, read, write, delete, mkdir), orch.volume.* (create, list, delete, quota),
-// orch.git.* (clone, list, status, diff, refresh, delete, push, commit). orch.script.* (save, list, get, update,
-// delete) is registered when the catalog is given a database. orch.agent.search and orch.workflow.search need
-// Cortex: agent.search is registered and answers `Cortex not configured`.
+// The pipeline tools (orch.execute, orch.execute.intent, orch.execute.status; builtin/pipeline.ts) and the
+// generators (orch.agent.generate, orch.workflow.generate) are always registered and answer NotAvailable on a node
+// without the agent registry, workflow runs and an LLM provider; orch.execute.wait is in builtin/workflow-runs.ts.
+// orch.git.* (clone, list, status, diff, refresh, delete, push, commit) is registered when the catalog is given a
+// database and the VolumeService (a binding owns a volume; src/git/service.ts). orch.script.* (save, list, get, update,
+// delete) is registered when the catalog is given a database; orch.volume.* (create, list, delete, quota) and
+// orch.file.* (list, read, write, delete, mkdir) when it is given the VolumeService. orch.agent.search and
+// orch.workflow.search are always registered (builtin/search.ts); without the Cortex index (`cortexSearch`) they
+// answer `Cortex not configured`. The registry tools
+// orch.workflow.{create, update, export, delete, list, validate, promote, demote} are always registered
+// (builtin/workflow-defs.ts); without the WorkflowDefinitionService they answer NotAvailable.
 import type { AgentService } from '../agents/service.ts';
 import type { ExecutionService } from '../agents/execution/service.ts';
 import type { NodeConfig } from '../config/types.ts';
@@ -27,8 +30,23 @@ import { cmdCeilingsOf, cmdTools } from './builtin/cmd.ts';
 import { fsTools } from './builtin/fs.ts';
 import { orchTools } from './builtin/orch.ts';
 import { scriptTools } from './builtin/scripts.ts';
+import { volumeTools } from './builtin/volumes.ts';
+import { gitTools } from './builtin/git.ts';
+import { GitService, gitSettingsOf } from '../git/service.ts';
+import type { VolumeService } from '../volumes/service.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { webTools } from './builtin/web.ts';
+import { workflowRunTools } from './builtin/workflow-runs.ts';
+import type { WorkflowExecutionService } from '../workflow/service.ts';
+import { workflowDefinitionTools } from './builtin/workflow-defs.ts';
+import { pipelineTools } from './builtin/pipeline.ts';
+import type { IntentPipeline } from '../pipeline/intent.ts';
+import type { ManifestGenerator } from '../pipeline/generate.ts';
+import type { WorkflowDefinitionService } from '../workflow/registry/service.ts';
 import { isToolAllowed } from './policy.ts';
+import { searchTools } from './builtin/search.ts';
+import type { CortexSearchIndex } from '../cortex/search.ts';
+import { inToolCallSpan } from '../observability/runs.ts';
 import type { SecurityContext, ToolCallContext, ToolCatalog, ToolDefinition, ToolInfo, ToolOutcome } from './types.ts';
 
 export interface ToolCatalogDeps {
@@ -37,11 +55,27 @@ export interface ToolCatalogDeps {
   agents?: AgentService;
   /** The node's database: orch.script.* is registered only when it is given. */
   db?: Db;
+  /** The node's volumes: orch.volume.* and orch.file.* are registered only when it is given. */
+  volumes?: VolumeService;
+  /** The node's event bus: StorageEvents of fs.* calls on volume-backed mounts are published on it. */
+  bus?: EventBus;
+  /** orch.git.*: default, a GitService over `db` and `volumes` when both are given. */
+  git?: GitService;
+  /** The workflow registry behind orch.workflow.{create,update,export,delete,list,validate,promote,demote}. */
+  workflows?: WorkflowDefinitionService;
   /** Late-bound: the ExecutionService is created after the catalog. */
   executions?: () => ExecutionService | undefined;
+  /** Late-bound: workflow runs (orch.workflow.run, executions.list/get, logs, status, wait, cancel, signal, remove; orch.execute.wait). */
+  workflowRuns?: () => WorkflowExecutionService | undefined;
+  /** The Cortex index behind orch.agent.search / orch.workflow.search; absent: they answer `Cortex not configured`. */
+  cortexSearch?: CortexSearchIndex;
   /** orch.system.info: the node's version (default: package.json's) and start time (default: now). */
   version?: string;
   startedAt?: number;
+  /** orch.execute.intent / orch.execute.status (src/pipeline/intent.ts); absent: they answer NotAvailable. */
+  pipeline?: IntentPipeline;
+  /** orch.agent.generate / orch.workflow.generate (src/pipeline/generate.ts); absent: NotAvailable. */
+  generator?: ManifestGenerator;
 }
 
 export interface NodeToolCatalog extends ToolCatalog {
@@ -75,6 +109,8 @@ export function errorOutcome(name: string, args: Record<string, unknown>, err: u
       [Errors.BAD_REQUEST.code]: 'InvalidArguments',
       [Errors.VALIDATION.code]: 'InvalidManifest',
       [Errors.NOT_IMPLEMENTED.code]: 'NotAvailable',
+      [Errors.STORAGE_FULL.code]: 'StorageFull',
+      [Errors.PATH_OUTSIDE_BOUNDARY.code]: 'PathOutsideBoundary',
     };
     const details = Array.isArray(err.details)
       ? `: ${(err.details as { field?: string; message?: string }[]).map((d) => (d.field ? `${d.field}: ${d.message}` : String(d.message))).join('; ')}`
@@ -113,7 +149,7 @@ export function createToolCatalog(deps: ToolCatalogDeps): NodeToolCatalog {
       defs.set(d.name, { ...d, skipJudge: overrides.get(d.name) ?? d.skipJudge });
     }
   };
-  register(fsTools());
+  register(fsTools({ ...(deps.volumes ? { volumes: deps.volumes } : {}), ...(deps.db ? { db: deps.db } : {}), ...(deps.bus ? { bus: deps.bus } : {}), logger: log }));
   register(cmdTools(cmdCeilingsOf(deps.config)));
   register(webTools(deps.config));
   register(
@@ -127,6 +163,13 @@ export function createToolCatalog(deps: ToolCatalogDeps): NodeToolCatalog {
     }),
   );
   if (deps.db) register(scriptTools({ db: deps.db }));
+  if (deps.workflowRuns) register(workflowRunTools({ runs: deps.workflowRuns }));
+  if (deps.volumes) register(volumeTools({ volumes: deps.volumes }));
+  const git = deps.git ?? (deps.db && deps.volumes ? new GitService({ db: deps.db, volumes: deps.volumes, settings: gitSettingsOf(deps.config), logger: log }) : undefined);
+  if (git) register(gitTools({ git }));
+  register(workflowDefinitionTools(deps.workflows ? { workflows: deps.workflows } : {}));
+  register(pipelineTools({ pipeline: deps.pipeline, generator: deps.generator }));
+  register(searchTools({ index: deps.cortexSearch }));
   const sorted = [...defs.values()].sort((a, b) => a.name.localeCompare(b.name));
 
   const catalog: NodeToolCatalog = {
@@ -151,13 +194,15 @@ export function createToolCatalog(deps: ToolCatalogDeps): NodeToolCatalog {
       if (!isToolAllowed(ctx.context, name)) {
         return { ok: false, error: { error: 'ToolNotAllowed', message: `${name} is not allowed in security context ${ctx.context.name}` } };
       }
-      try {
-        return await def.handler(ctx, args);
-      } catch (err) {
-        const outcome = errorOutcome(name, args, err);
-        if (!outcome.ok && outcome.error.error === 'ToolFailed') log.warn({ err, tool: name, origin: ctx.origin }, 'tool handler failed');
-        return outcome;
-      }
+      return inToolCallSpan(name, ctx.origin, async () => {
+        try {
+          return await def.handler(ctx, args);
+        } catch (err) {
+          const outcome = errorOutcome(name, args, err);
+          if (!outcome.ok && outcome.error.error === 'ToolFailed') log.warn({ err, tool: name, origin: ctx.origin }, 'tool handler failed');
+          return outcome;
+        }
+      });
     },
   };
   return catalog;

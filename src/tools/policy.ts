@@ -64,6 +64,10 @@ export const EXTERNAL_READ_ONLY_TOOLS: readonly string[] = [
   'orch.runtime.list',
   'orch.script.list',
   'orch.script.get',
+  'orch.volume.list',
+  'orch.volume.quota',
+  'orch.file.list',
+  'orch.file.read',
 ];
 
 /** Node-level contexts by name. */

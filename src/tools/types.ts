@@ -28,6 +28,11 @@ export interface VolumeMount {
   sandboxPath: string;
   hostPath: string;
   readOnly: boolean;
+  /**
+   * A volume of the VolumeService (spec.volumes of an execution): fs.read/write/list/delete/create_dir/edit then
+   * act through the VolumeService (quota, ENOSPC, atomic writes) and record StorageEvents, like the FSAL.
+   */
+  volumeId?: string;
 }
 
 /**
@@ -67,7 +72,11 @@ export interface ToolCallContext {
     stderr: string;
     duration_ms: number;
     truncated: boolean;
+    /** Killed for running past timeout_secs (cmd.run answers ExecTimeoutCeilingExceeded). */
+    timed_out?: boolean;
   }>;
+  /** Why there is no runCommand (cmd.run's tool error when set), e.g. the execution runs on another node. */
+  noSandbox?: ToolError;
   signal?: AbortSignal;
   /** cmd.run ceilings for this caller (the refinement loop passes the node's); default: the catalog's node config. */
   cmdCeilings?: { max_output_bytes: number; timeout_ceiling_secs: number };

@@ -1,18 +1,17 @@
 // End to end against a real `orch up` node (process isolation, scripted LLM): this test acts as the agent
 // container of a running execution (the model keeps it running with `cmd_run sleep 30`). It attests over HTTP and
-// gRPC, calls the fs.* tools and orch.tools.list through POST /v1/seal/invoke, /v1/invoke and gRPC InvokeTool,
-// and each attack is refused: tampered payload, wrong key, 31 s old envelope, replay, another execution's token,
+// gRPC, calls the fs.* tools, cmd.run (in the execution's own bubblewrap sandbox) and orch.tools.list through
+// POST /v1/seal/invoke, /v1/invoke and gRPC InvokeTool, and each attack is refused: tampered payload, wrong key, 31 s old envelope, replay, another execution's token,
 // `../` escape, symlink escape, a denied tool, a subcommand outside the allowlist, the token after the execution
 // ended.
-import test, { type ExecutionContext } from 'ava';
+import test from 'ava';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { mkdir, mkdtemp, rm, symlink, writeFile, readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { api, startStack, stepOf, type Started } from '../agents/execution-scenarios.ts';
+import { api, stepOf, type Started } from '../agents/execution-scenarios.ts';
 import { eventually } from '../support/node-process.ts';
+import { startSealNode } from './node-stack.ts';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.ts';
 import { attestHttp, buildEnvelope, generateKeyPair, invokeHttp, SealGrpcClient, type SealKeyPair } from '../../src/seal/client.ts';
 import type { JsonRpcResponse } from '../../src/seal/envelope.ts';
@@ -40,8 +39,11 @@ spec:
     - orch.tools.list
     - name: cmd.run
       executor: builtin:cmd
-      config: { subcommand_allowlist: { sleep: [], git: [status] } }
+      config: { subcommand_allowlist: { sleep: [], echo: [], cat: [], printenv: [], git: [status] } }
 `;
+
+/** The node's cmd ceiling: the model's own commands (sleep 1) stay under it; a SEAL `sleep 30` goes over. */
+const CEILING_S = 3;
 
 interface Running {
   executionId: string;
@@ -72,11 +74,11 @@ async function startRunning(): Promise<Running> {
 test.before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'orch-seal-e2e-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  // The model asks for a long sleep every time, so the execution stays running until it is cancelled.
-  llm = await startScriptedLlm((body) => (stepOf(body as { messages: { role: string }[] }).toolsDone < 20 ? { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['30'] } }] } : { content: 'done' }));
+  // The model asks for a short sleep every time (under the ceiling), so the execution stays running until it is
+  // cancelled.
+  llm = await startScriptedLlm((body) => (stepOf(body as { messages: { role: string }[] }).toolsDone < 600 ? { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['1'] } }] } : { content: 'done' }));
   cleanups.push(() => llm.close());
-  const fakeT = { teardown: (fn: () => unknown) => cleanups.push(fn) } as unknown as ExecutionContext;
-  s = await startStack(fakeT, { dir, isolation: 'process' }, llm);
+  s = await startSealNode({ dir, llm, ceilingSecs: CEILING_S, cleanups });
   const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: AGENT });
   if (dep.status !== 201) throw new Error(JSON.stringify(dep.body));
   agentId = dep.body.agent_id;
@@ -201,6 +203,44 @@ withCatalog('attack: a denied tool → 403', async (t) => {
   const r = await invokeHttp(s.http, env('orch.agent.delete', { agent_id: '00000000-0000-4000-8000-000000000000' }));
   t.is(r.status, 403, JSON.stringify(r.body));
   t.regex(JSON.stringify(r.body), /ToolNotAllowed|not allowed/i);
+});
+
+withCatalog('cmd.run over HTTP runs in the execution\'s own sandbox (its /workspace, its environment)', async (t) => {
+  const echo = JSON.parse(await ok('cmd.run', { command: 'echo', args: ['hi', 'there'] })) as { stdout: string; exit_code: number };
+  t.is(echo.exit_code, 0);
+  t.is(echo.stdout, 'hi there\n');
+  // A file written with fs.write is read by cat at a relative path: the command runs in the sandbox's /workspace.
+  await ok('fs.write', { path: 'cmd/in-sandbox.txt', content: 'from the volume' });
+  const cat = JSON.parse(await ok('cmd.run', { command: 'cat', args: ['cmd/in-sandbox.txt'] }, '/v1/invoke')) as { stdout: string };
+  t.is(cat.stdout, 'from the volume');
+  // The sandbox's environment names this execution (ORCH_EXECUTION_ID is set inside the sandbox only).
+  const envOut = JSON.parse(await ok('cmd.run', { command: 'printenv', args: ['ORCH_EXECUTION_ID'] })) as { stdout: string };
+  t.is(envOut.stdout.trim(), a.executionId);
+  const noShell = JSON.parse(await ok('cmd.run', { command: 'echo', args: ['$0'] })) as { stdout: string };
+  t.is(noShell.stdout, '$0\n', 'no shell expands arguments');
+  // A non-zero exit is a result, not an error.
+  const missing = JSON.parse(await ok('cmd.run', { command: 'cat', args: ['no-such-file'] })) as { exit_code: number; stderr: string };
+  t.not(missing.exit_code, 0);
+  t.regex(missing.stderr, /no-such-file/);
+});
+
+withCatalog('cmd.run over gRPC InvokeTool gets stdout from the sandbox', async (t) => {
+  const g = new SealGrpcClient(s.node.banner.grpc);
+  t.teardown(() => g.close());
+  const r = await g.invoke(env('cmd.run', { command: 'echo', args: ['hi'] }));
+  t.is(r.code, 0, JSON.stringify(r));
+  const out = JSON.parse(text(r.body!)) as { stdout: string; exit_code: number };
+  t.is(out.stdout, 'hi\n');
+  t.is(out.exit_code, 0);
+});
+
+withCatalog('cmd.run over the node\'s timeout_ceiling_secs → ExecTimeoutCeilingExceeded', async (t) => {
+  const started = Date.now();
+  const r = await invokeHttp(s.http, env('cmd.run', { command: 'sleep', args: ['30'] }));
+  t.is(r.status, 200, JSON.stringify(r.body));
+  t.true('result' in r.body && r.body.result.isError);
+  t.regex(text(r.body), /ExecTimeoutCeilingExceeded/);
+  t.true(Date.now() - started < 20_000, 'killed at the ceiling, not after 30 s');
 });
 
 withCatalog('attack: a subcommand outside the allowlist → 403', async (t) => {

@@ -86,7 +86,7 @@ export interface Fixture {
   close(): Promise<void>;
 }
 
-export async function fixture(o: { catalog?: ToolCatalog; deps?: Partial<SealDeps> } = {}): Promise<Fixture> {
+export async function fixture(o: { catalog?: ToolCatalog; deps?: Partial<SealDeps>; tools?: string[] } = {}): Promise<Fixture> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-seal-'));
   const db = await openDb({ dataDir: dir }, silentLogger());
   const newExecution = async () => {
@@ -98,7 +98,7 @@ export async function fixture(o: { catalog?: ToolCatalog; deps?: Partial<SealDep
       agentId,
       agentName: 'sealer',
       agentVersion: '1.0.0',
-      manifest: manifest(),
+      manifest: manifest(o.tools),
       input: 'x',
       ownerNode: 'nobody',
       leaseMs: 1000,

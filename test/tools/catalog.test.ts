@@ -13,9 +13,13 @@ const catalog = createToolCatalog({ config: nodeConfig(), logger: silentLogger()
 test('unknown tools answer ToolNotFound; later capabilities are not registered', async (t) => {
   const ctx = callContext(context());
   t.like(await catalog.call(ctx, 'fs.nope', {}), { ok: false, error: { error: 'ToolNotFound' } });
-  for (const later of ['orch.workflow.list', 'orch.volume.list', 'orch.git.clone', 'orch.script.list', 'orch.execute.intent', 'orch.file.read']) {
+  for (const later of ['orch.volume.list', 'orch.git.clone', 'orch.script.list', 'orch.file.read']) {
     t.is(catalog.get(later), undefined, later);
     t.like(await catalog.call(ctx, later, {}), { ok: false, error: { error: 'ToolNotFound' } });
+  }
+  // The pipeline and generative tools are always registered; without their services they answer NotAvailable.
+  for (const [tool, args] of [['orch.execute.intent', { intent: 'x' }], ['orch.execute.status', { pipeline_execution_id: 'x' }], ['orch.agent.generate', { input: 'x' }], ['orch.workflow.generate', { input: 'x' }]] as const) {
+    t.like(await catalog.call(ctx, tool, args), { ok: false, error: { error: 'NotAvailable' } }, tool);
   }
 });
 

@@ -5,6 +5,7 @@ import test from 'ava';
 import { parse as parseYaml } from 'yaml';
 import { AgentService } from '../../src/agents/service.ts';
 import { agentManifestSchema } from '../../src/agents/manifest/schema.ts';
+import { workflowManifestSchema } from '../../src/workflow/manifest/schema.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { MEMORY, openPglite } from '../../src/storage/pglite.ts';
@@ -31,11 +32,9 @@ spec:
   tools: [ fs.read ]
 `;
 
-test('orch.schema.get serves the agent manifest schema; the workflow schema is a clear error', async (t) => {
+test('orch.schema.get serves the agent and the workflow manifest schemas', async (t) => {
   t.deepEqual(await catalog.call(system, 'orch.schema.get', { key: 'agent/manifest/v1' }), { ok: true, result: agentManifestSchema });
-  const wf = await catalog.call(system, 'orch.schema.get', { key: 'workflow/manifest/v1' });
-  t.like(wf, { ok: false, error: { error: 'NotAvailable' } });
-  t.regex(wf.ok ? '' : wf.error.message, /not registered/);
+  t.deepEqual(await catalog.call(system, 'orch.schema.get', { key: 'workflow/manifest/v1' }), { ok: true, result: workflowManifestSchema });
   t.like(await catalog.call(system, 'orch.schema.get', { key: 'nope/v1' }), { ok: false, error: { error: 'NOT_FOUND' } });
 });
 

@@ -54,11 +54,14 @@ export function cmdTools(ceilings: CmdCeilings): ToolDefinition[] {
         if (!command) return fail('InvalidArguments', 'command must be a non-empty string for tool cmd.run');
         const denied = checkCommand(ctx.context, command, argv);
         if (denied) return { ok: false, error: denied };
-        if (!ctx.runCommand) return fail('NoSandbox', `cmd.run needs a sandbox to run ${path.posix.basename(command)} in; this caller (${ctx.origin}) has none`);
+        if (!ctx.runCommand) {
+          if (ctx.noSandbox) return { ok: false, error: ctx.noSandbox };
+          return fail('NoSandbox', `cmd.run needs a sandbox to run ${path.posix.basename(command)} in; this caller (${ctx.origin}) has none`);
+        }
         const limits = ctx.cmdCeilings ?? ceilings;
         const cwd = ctx.workdir ?? ctx.mounts?.[0]?.sandboxPath ?? '/workspace';
         const result = await ctx.runCommand({ command, args: argv, cwd, timeout_secs: limits.timeout_ceiling_secs, max_output_bytes: limits.max_output_bytes });
-        if (result.duration_ms >= limits.timeout_ceiling_secs * 1000 && result.exit_code !== 0) {
+        if (result.timed_out === true || (result.timed_out === undefined && result.duration_ms >= limits.timeout_ceiling_secs * 1000 && result.exit_code !== 0)) {
           return fail('ExecTimeoutCeilingExceeded', `${command} ran longer than the node's timeout_ceiling_secs (${limits.timeout_ceiling_secs} s) and was stopped; stderr: ${result.stderr.slice(-2000)}`);
         }
         // Output over max_output_bytes is tail-trimmed by the bootstrap and flagged `truncated`: a result, not an

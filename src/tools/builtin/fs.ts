@@ -4,9 +4,20 @@
 // context's filesystem allowlist, read-only mounts for writes (PERMISSION_DENIED), and symlinks — the real path of
 // the target and of its nearest existing parent must stay inside the mount's real path (PathOutsideBoundary).
 // Errors of the operating system (ENOENT, EACCES, ENOSPC) are thrown and mapped by the catalog.
+// A mount that carries a volume id (an execution's spec.volumes, src/agents/execution/volumes.ts) is served through
+// the VolumeService instead of the host directory by fs.read, write, list, create_dir, delete, edit and multi_edit:
+// the same quota (StorageFull, nothing half-written), the same symlink containment, and a StorageEvent per call as
+// the FSAL records them (docs/FSAL.md "Executions and volumes"). fs.grep and fs.glob read the mount's host path.
 import { lstat, mkdir, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import fg from 'fast-glob';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { EventBus } from '../../bus/bus.ts';
+import { OrchError } from '../../errors/catalog.ts';
+import { recordStorageEvent, type FsalOperation } from '../../fsal/events.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { Db } from '../../storage/db.ts';
+import type { VolumeService } from '../../volumes/service.ts';
 import { checkPath } from '../policy.ts';
 import type { ToolCallContext, ToolDefinition, ToolError, ToolOutcome, VolumeMount } from '../types.ts';
 import { bool, fail, ok, schema, str } from './util.ts';
@@ -47,7 +58,7 @@ function inside(root: string, p: string): boolean {
 }
 
 /** mapPath plus the symlink check: real paths of the target and of its nearest existing parent stay in the mount. */
-export async function resolveVolumePath(ctx: ToolCallContext, requested: string, mode: 'read' | 'write'): Promise<ResolvedPath | ToolError> {
+export async function resolveVolumePath(ctx: Pick<ToolCallContext, 'workdir' | 'mounts' | 'context'>, requested: string, mode: 'read' | 'write'): Promise<ResolvedPath | ToolError> {
   const mapped = mapPath(ctx, requested, mode);
   if (isToolError(mapped)) return mapped;
   const escape: ToolError = { error: 'PathOutsideBoundary', message: `${requested} resolves (through a symbolic link) outside the volume ${mapped.mount.sandboxPath}` };
@@ -78,14 +89,123 @@ export async function resolveVolumePath(ctx: ToolCallContext, requested: string,
 
 type Handler = (ctx: ToolCallContext, args: Record<string, unknown>) => Promise<ToolOutcome>;
 
-/** Wraps a handler body that needs one resolved path. */
-function withPath(mode: 'read' | 'write', body: (p: ResolvedPath, args: Record<string, unknown>, ctx: ToolCallContext) => Promise<ToolOutcome>, pathArg = 'path'): Handler {
+/** What volume-backed mounts need: the node's VolumeService, and the database (and bus) for StorageEvents. */
+export interface FsToolsDeps {
+  volumes?: VolumeService;
+  db?: Db;
+  bus?: EventBus;
+  logger?: Logger;
+}
+
+/** A path of a volume-backed mount: the volume and the path inside it. */
+export interface VolumeTarget {
+  volumes: VolumeService;
+  tenantId: string;
+  volumeId: string;
+  /** `/`-rooted path inside the volume. */
+  rel: string;
+  sandbox: string;
+  mount: VolumeMount;
+}
+
+type VolumeBody = (t: VolumeTarget, args: Record<string, unknown>, run: VolumeRunner) => Promise<ToolOutcome>;
+/** Runs one volume operation and records its StorageEvent, allowed or refused. */
+type VolumeRunner = <T>(op: FsalOperation, fn: () => Promise<T>, bytes?: (r: T) => number) => Promise<T>;
+
+/** The seed's names for filesystem failures, from the errno the VolumeService puts in details.code. */
+const BY_ERRNO: Record<string, string> = { ENOTEMPTY: 'DirectoryNotEmpty', EISDIR: 'IsADirectory', ENOTDIR: 'NotADirectory' };
+
+/** The gRPC status name an FSAL call would have answered (docs/FSAL.md "Errors"). */
+function statusName(err: unknown): string {
+  if (err instanceof OrchError) {
+    const code = (err.details as { code?: unknown } | undefined)?.code;
+    if (typeof code === 'string' && code in BY_ERRNO) return 'FAILED_PRECONDITION';
+    return GrpcStatus[err.spec.grpc] ?? 'UNKNOWN';
+  }
+  return 'INTERNAL';
+}
+
+class VolumeFailure extends Error {
+  constructor(readonly outcome: ToolOutcome) {
+    super('volume operation failed');
+  }
+}
+
+function volumeRunner(deps: FsToolsDeps, ctx: ToolCallContext, t: VolumeTarget): VolumeRunner {
+  return async (op, fn, bytes) => {
+    const record = async (status: string, n = 0, error?: string): Promise<void> => {
+      // An event needs an execution (StorageEvents are per execution); other callers have no volume-backed mounts.
+      if (!deps.db || !ctx.executionId) return;
+      await recordStorageEvent(deps.db, deps.bus, {
+        volume_id: t.volumeId,
+        tenant_id: t.tenantId,
+        execution_id: ctx.executionId,
+        operation: op,
+        path: t.rel,
+        bytes: n,
+        status,
+        ...(error ? { error } : {}),
+      }).catch((err: unknown) => deps.logger?.warn({ err, volume: t.volumeId, op }, 'recording a storage event failed'));
+    };
+    let result;
+    try {
+      result = await fn();
+    } catch (err) {
+      await record(statusName(err), 0, err instanceof Error ? err.message : String(err));
+      const code = err instanceof OrchError ? (err.details as { code?: unknown } | undefined)?.code : undefined;
+      const name = typeof code === 'string' ? BY_ERRNO[code] : undefined;
+      if (name && err instanceof OrchError) throw new VolumeFailure({ ok: false, error: { error: name, message: err.message } });
+      throw err;
+    }
+    await record('OK', bytes ? bytes(result) : 0);
+    return result;
+  };
+}
+
+function volumeTargetOf(deps: FsToolsDeps, ctx: ToolCallContext, p: ResolvedPath): VolumeTarget | undefined {
+  if (!deps.volumes || !p.mount.volumeId) return undefined;
+  const rel = `/${path.posix.relative(p.mount.sandboxPath, p.sandbox)}`;
+  return { volumes: deps.volumes, tenantId: ctx.tenantId, volumeId: p.mount.volumeId, rel: rel === '/' ? '/' : rel, sandbox: p.sandbox, mount: p.mount };
+}
+
+/**
+ * Wraps a handler body that needs one resolved path. On a volume-backed mount with `volumeBody`, the lexical
+ * checks (mount, allowlist, read-only) are made here and the VolumeService does the rest (symlinks, quota).
+ */
+function withPath(
+  mode: 'read' | 'write',
+  body: (p: ResolvedPath, args: Record<string, unknown>, ctx: ToolCallContext) => Promise<ToolOutcome>,
+  pathArg = 'path',
+  volume?: { deps: FsToolsDeps; body: VolumeBody },
+): Handler {
   return async (ctx, args) => {
     const requested = typeof args[pathArg] === 'string' && args[pathArg] !== '' ? (args[pathArg] as string) : workdirOf(ctx);
+    if (volume) {
+      const mapped = mapPath(ctx, requested, mode);
+      if (isToolError(mapped)) return { ok: false, error: mapped };
+      const t = volumeTargetOf(volume.deps, ctx, mapped);
+      if (t) {
+        try {
+          return await volume.body(t, args, volumeRunner(volume.deps, ctx, t));
+        } catch (err) {
+          if (err instanceof VolumeFailure) return err.outcome;
+          throw err;
+        }
+      }
+    }
     const p = await resolveVolumePath(ctx, requested, mode);
     if (isToolError(p)) return { ok: false, error: p };
     return body(p, args, ctx);
   };
+}
+
+/** fs.edit / fs.multi_edit on a volume: read, apply, write back whole (atomic, quota-checked). */
+async function editOnVolume(t: VolumeTarget, run: VolumeRunner, apply: (text: string) => { text: string } | ToolOutcome, done: string): Promise<ToolOutcome> {
+  const buf = await run('read', () => t.volumes.readFile(t.tenantId, t.volumeId, t.rel), (b) => b.length);
+  const edited = apply(buf.toString('utf8'));
+  if ('ok' in edited) return edited;
+  await run('write', () => t.volumes.writeFile(t.tenantId, t.volumeId, t.rel, edited.text), (r) => r.bytes_written);
+  return ok(done);
 }
 
 const MAX_GREP_MATCHES = 1000;
@@ -125,7 +245,47 @@ async function grepFiles(host: string, recursive: boolean, out: string[]): Promi
   }
 }
 
-export function fsTools(): ToolDefinition[] {
+/** fs.edit: the one exact occurrence of target_content replaced. */
+function applyEdit(text: string, args: Record<string, unknown>, shown: string): { text: string } | ToolOutcome {
+  const target = str(args.target_content);
+  const count = countOccurrences(text, target);
+  if (count !== 1) return fail('EditFailed', `target_content matches ${count} places in ${shown}; it must match exactly one`);
+  const replacement = str(args.replacement_content);
+  return { text: text.replace(target, () => replacement) };
+}
+
+function editDone(shown: string, args: Record<string, unknown>): string {
+  const target = str(args.target_content);
+  const replacement = str(args.replacement_content);
+  return `edited ${shown}: 1 replacement (${target.split('\n').length} line(s) replaced by ${replacement.split('\n').length})`;
+}
+
+/** fs.multi_edit: every edit in order, or none. */
+function checkEdits(args: Record<string, unknown>): ToolOutcome | undefined {
+  if (!Array.isArray(args.edits) || args.edits.length === 0) {
+    return fail('InvalidArguments', 'argument "edits" of tool fs.multi_edit must be a non-empty array of {target_content, replacement_content}');
+  }
+  return undefined;
+}
+
+function applyMultiEdit(text: string, args: Record<string, unknown>, shown: string): { text: string } | ToolOutcome {
+  for (const [i, raw] of (args.edits as unknown[]).entries()) {
+    const e = (raw ?? {}) as Record<string, unknown>;
+    if (typeof e.target_content !== 'string' || typeof e.replacement_content !== 'string') {
+      return fail('InvalidArguments', `edit ${i + 1} of tool fs.multi_edit needs string target_content and replacement_content`);
+    }
+    const count = countOccurrences(text, e.target_content);
+    if (count !== 1) {
+      return fail('EditFailed', `edit ${i + 1}: target_content matches ${count} places in ${shown}; it must match exactly one. No edit was applied.`);
+    }
+    const replacement = e.replacement_content;
+    text = text.replace(e.target_content, () => replacement);
+  }
+  return { text };
+}
+
+export function fsTools(deps: FsToolsDeps = {}): ToolDefinition[] {
+  const onVolume = (body: VolumeBody): { deps: FsToolsDeps; body: VolumeBody } => ({ deps, body });
   return [
     {
       name: 'fs.read',
@@ -133,7 +293,15 @@ export function fsTools(): ToolDefinition[] {
       inputSchema: schema({ path: { type: 'string', description: 'absolute or relative POSIX path' } }, ['path']),
       required: ['path'],
       skipJudge: true,
-      handler: withPath('read', async (p) => ok(await readFile(p.host, 'utf8'))),
+      handler: withPath(
+        'read',
+        async (p) => ok(await readFile(p.host, 'utf8')),
+        'path',
+        onVolume(async (t, _args, run) => {
+          const buf = await run('read', () => t.volumes.readFile(t.tenantId, t.volumeId, t.rel), (b) => b.length);
+          return ok(buf.toString('utf8'));
+        }),
+      ),
     },
     {
       name: 'fs.write',
@@ -146,7 +314,11 @@ export function fsTools(): ToolDefinition[] {
         await mkdir(path.dirname(p.host), { recursive: true });
         await writeFile(p.host, content);
         return ok(`wrote ${Buffer.byteLength(content)} bytes to ${p.sandbox}`);
-      }),
+      }, 'path', onVolume(async (t, args, run) => {
+        const content = str(args.content);
+        await run('write', () => t.volumes.writeFile(t.tenantId, t.volumeId, t.rel, content, { createParents: true }), (r) => r.bytes_written);
+        return ok(`wrote ${Buffer.byteLength(content)} bytes to ${t.sandbox}`);
+      })),
     },
     {
       name: 'fs.list',
@@ -157,7 +329,10 @@ export function fsTools(): ToolDefinition[] {
       handler: withPath('read', async (p) => {
         const entries = await readdir(p.host, { withFileTypes: true });
         return ok(entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort().join('\n'));
-      }),
+      }, 'path', onVolume(async (t, _args, run) => {
+        const entries = await run('readdir', () => t.volumes.listDir(t.tenantId, t.volumeId, t.rel));
+        return ok(entries.map((e) => (e.type === 'directory' ? `${e.name}/` : e.name)).sort().join('\n'));
+      })),
     },
     {
       name: 'fs.create_dir',
@@ -168,7 +343,10 @@ export function fsTools(): ToolDefinition[] {
       handler: withPath('write', async (p) => {
         await mkdir(p.host, { recursive: true });
         return ok(`created ${p.sandbox}`);
-      }),
+      }, 'path', onVolume(async (t, _args, run) => {
+        await run('mkdir', () => t.volumes.mkdir(t.tenantId, t.volumeId, t.rel, { parents: true }));
+        return ok(`created ${t.sandbox}`);
+      })),
     },
     {
       name: 'fs.delete',
@@ -184,7 +362,11 @@ export function fsTools(): ToolDefinition[] {
         }
         await rm(p.host, { recursive: true });
         return ok(`deleted ${p.sandbox}`);
-      }),
+      }, 'path', onVolume(async (t, args, run) => {
+        if (t.sandbox === t.mount.sandboxPath) return fail('PERMISSION_DENIED', `${t.sandbox} is the root of a volume and cannot be deleted`);
+        await run('remove', () => t.volumes.remove(t.tenantId, t.volumeId, t.rel, { recursive: bool(args.recursive, false) }), (r) => r.freed_bytes);
+        return ok(`deleted ${t.sandbox}`);
+      })),
     },
     {
       name: 'fs.edit',
@@ -195,15 +377,17 @@ export function fsTools(): ToolDefinition[] {
       ),
       required: ['path', 'target_content', 'replacement_content'],
       skipJudge: false,
-      handler: withPath('write', async (p, args) => {
-        const text = await readFile(p.host, 'utf8');
-        const target = str(args.target_content);
-        const count = countOccurrences(text, target);
-        if (count !== 1) return fail('EditFailed', `target_content matches ${count} places in ${p.sandbox}; it must match exactly one`);
-        const replacement = str(args.replacement_content);
-        await writeAtomic(p.host, text.replace(target, () => replacement));
-        return ok(`edited ${p.sandbox}: 1 replacement (${target.split('\n').length} line(s) replaced by ${replacement.split('\n').length})`);
-      }),
+      handler: withPath(
+        'write',
+        async (p, args) => {
+          const edited = applyEdit(await readFile(p.host, 'utf8'), args, p.sandbox);
+          if ('ok' in edited) return edited;
+          await writeAtomic(p.host, edited.text);
+          return ok(editDone(p.sandbox, args));
+        },
+        'path',
+        onVolume((t, args, run) => editOnVolume(t, run, (text) => applyEdit(text, args, t.sandbox), editDone(t.sandbox, args))),
+      ),
     },
     {
       name: 'fs.multi_edit',
@@ -220,26 +404,21 @@ export function fsTools(): ToolDefinition[] {
       ),
       required: ['path', 'edits'],
       skipJudge: false,
-      handler: withPath('write', async (p, args) => {
-        if (!Array.isArray(args.edits) || args.edits.length === 0) {
-          return fail('InvalidArguments', 'argument "edits" of tool fs.multi_edit must be a non-empty array of {target_content, replacement_content}');
-        }
-        let text = await readFile(p.host, 'utf8');
-        for (const [i, raw] of (args.edits as unknown[]).entries()) {
-          const e = (raw ?? {}) as Record<string, unknown>;
-          if (typeof e.target_content !== 'string' || typeof e.replacement_content !== 'string') {
-            return fail('InvalidArguments', `edit ${i + 1} of tool fs.multi_edit needs string target_content and replacement_content`);
-          }
-          const count = countOccurrences(text, e.target_content);
-          if (count !== 1) {
-            return fail('EditFailed', `edit ${i + 1}: target_content matches ${count} places in ${p.sandbox}; it must match exactly one. No edit was applied.`);
-          }
-          const replacement = e.replacement_content;
-          text = text.replace(e.target_content, () => replacement);
-        }
-        await writeAtomic(p.host, text);
-        return ok(`edited ${p.sandbox}: ${args.edits.length} replacement(s)`);
-      }),
+      handler: withPath(
+        'write',
+        async (p, args) => {
+          const bad = checkEdits(args);
+          if (bad) return bad;
+          const edited = applyMultiEdit(await readFile(p.host, 'utf8'), args, p.sandbox);
+          if ('ok' in edited) return edited;
+          await writeAtomic(p.host, edited.text);
+          return ok(`edited ${p.sandbox}: ${(args.edits as unknown[]).length} replacement(s)`);
+        },
+        'path',
+        onVolume(async (t, args, run) =>
+          checkEdits(args) ?? editOnVolume(t, run, (text) => applyMultiEdit(text, args, t.sandbox), `edited ${t.sandbox}: ${Array.isArray(args.edits) ? args.edits.length : 0} replacement(s)`),
+        ),
+      ),
     },
     {
       name: 'fs.grep',

@@ -16,8 +16,10 @@ import type { NodeConfig } from '../../config/types.ts';
 import { DEFAULT_RUNTIME_IMAGE } from '../../agents/runtime/select.ts';
 import type { ToolCallContext, ToolCatalog, ToolDefinition, ToolOutcome } from '../types.ts';
 import { bool, fail, int, ok, schema, str } from './util.ts';
+import { parseWorkflowManifest } from '../../workflow/manifest/parse.ts';
+import { WORKFLOW_MANIFEST_SCHEMA_KEY, workflowManifestSchema } from '../../workflow/manifest/schema.ts';
 
-export const WORKFLOW_MANIFEST_SCHEMA_KEY = 'workflow/manifest/v1';
+export { WORKFLOW_MANIFEST_SCHEMA_KEY };
 
 export interface OrchToolDeps {
   config: NodeConfig | undefined;
@@ -173,14 +175,7 @@ export function orchTools(deps: OrchToolDeps): ToolDefinition[] {
         });
       }),
     }),
-    def({
-      name: 'orch.agent.search',
-      description: 'Semantic search over agents (needs a Cortex connection).',
-      inputSchema: schema({ query: { type: 'string' }, limit: { type: 'integer', default: 10 }, min_score: { type: 'number', default: 0.3 } }, ['query']),
-      required: ['query'],
-      skipJudge: true,
-      handler: async () => fail('NotAvailable', 'orch.agent.search: Cortex not configured on this node'),
-    }),
+    // orch.agent.search: builtin/search.ts (the Cortex index).
     def({
       name: 'orch.agent.export',
       description: 'Export an agent (by name or id): its manifest YAML and metadata.',
@@ -355,26 +350,29 @@ export function orchTools(deps: OrchToolDeps): ToolDefinition[] {
     // ---- schema
     def({
       name: 'orch.schema.get',
-      description: `The JSON Schema of a manifest kind: ${AGENT_MANIFEST_SCHEMA_KEY} (${WORKFLOW_MANIFEST_SCHEMA_KEY} arrives with workflows).`,
+      description: `The JSON Schema of a manifest kind: ${AGENT_MANIFEST_SCHEMA_KEY} or ${WORKFLOW_MANIFEST_SCHEMA_KEY}.`,
       inputSchema: schema({ key: { type: 'string', enum: [AGENT_MANIFEST_SCHEMA_KEY, WORKFLOW_MANIFEST_SCHEMA_KEY] } }, ['key']),
       required: ['key'],
       skipJudge: true,
       handler: async (_ctx, args) => {
         const key = str(args.key);
         if (key === AGENT_MANIFEST_SCHEMA_KEY) return ok(agentManifestSchema);
-        if (key === WORKFLOW_MANIFEST_SCHEMA_KEY) return fail('NotAvailable', `schema ${key} is not registered on this node yet: workflow manifests are not supported yet`);
-        return fail('NOT_FOUND', `unknown schema key ${key}; known keys: ${AGENT_MANIFEST_SCHEMA_KEY}`);
+        if (key === WORKFLOW_MANIFEST_SCHEMA_KEY) return ok(workflowManifestSchema);
+        return fail('NOT_FOUND', `unknown schema key ${key}; known keys: ${AGENT_MANIFEST_SCHEMA_KEY}, ${WORKFLOW_MANIFEST_SCHEMA_KEY}`);
       },
     }),
     def({
       name: 'orch.schema.validate',
-      description: 'Validate a manifest (kind agent) without deploying it; answers valid and errors.',
+      description: 'Validate a manifest (kind agent or workflow) without deploying it; answers valid and errors.',
       inputSchema: schema({ kind: { type: 'string', enum: ['agent', 'workflow'] }, manifest_yaml: { type: 'string' } }, ['kind', 'manifest_yaml']),
       required: ['kind', 'manifest_yaml'],
       skipJudge: true,
       handler: async (_ctx, args) => {
         const kind = str(args.kind).toLowerCase();
-        if (kind === 'workflow') return fail('NotAvailable', 'workflow manifests cannot be validated on this node yet: workflows are not supported yet');
+        if (kind === 'workflow') {
+          const w = parseWorkflowManifest(str(args.manifest_yaml));
+          return ok(w.ok ? { valid: true } : { valid: false, errors: w.errors });
+        }
         if (kind !== 'agent') return fail('InvalidArguments', `kind of tool orch.schema.validate must be agent or workflow (got ${kind})`);
         const r = parseAgentManifest(str(args.manifest_yaml));
         return ok(r.ok ? { valid: true } : { valid: false, errors: r.errors });

@@ -1,0 +1,31 @@
+// An `orch up` node for the SEAL end-to-end tests: process isolation, the scripted LLM, the cmd dispatcher's
+// timeout ceiling, and optionally Redis (then the SEAL replay record is a Redis SET NX and liveness comes from the
+// Redis bus).
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Started } from '../agents/execution-scenarios.ts';
+import { startOrchNode } from '../support/node-process.ts';
+import type { ScriptedLlm } from '../support/scripted-llm.ts';
+
+export async function startSealNode(o: { dir: string; llm: ScriptedLlm; ceilingSecs: number; redisUrl?: string; cleanups: (() => unknown)[] }): Promise<Started> {
+  const nodeId = `seal-${Math.random().toString(36).slice(2, 8)}`;
+  const configFile = path.join(o.dir, 'node.yaml');
+  await writeFile(
+    configFile,
+    `apiVersion: orch.dev/v1
+kind: NodeConfig
+metadata: { name: ${nodeId} }
+spec:
+  node: { id: ${nodeId}, role: hybrid }
+  llm_providers:
+    - { name: scripted, type: openai, endpoint: "${o.llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }
+  runtime: { default_isolation: process }
+  builtin_dispatchers:
+    - { name: cmd, config: { timeout_ceiling_secs: ${o.ceilingSecs} } }
+`,
+  );
+  const nodeEnv = { ORCH_CONFIG: configFile, ORCH_DATA_DIR: path.join(o.dir, 'data'), DATABASE_URL: undefined, REDIS_URL: o.redisUrl, DOCKER_HOST: undefined };
+  const node = await startOrchNode(nodeEnv);
+  o.cleanups.push(() => node.child.kill('SIGKILL'));
+  return { node, llm: o.llm, token: node.banner.dev_token ?? '', http: node.banner.http, configFile, nodeEnv };
+}
