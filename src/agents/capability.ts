@@ -13,9 +13,12 @@ import type { CmdCeilings } from './execution/tools.ts';
 import { createToolCatalog } from '../tools/catalog.ts';
 import type { ToolCatalog } from '../tools/types.ts';
 import type { TenantJudge } from './execution/judge.ts';
+import type { CortexService } from '../cortex/service.ts';
 import type { LlmRegistry } from './llm/types.ts';
 import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST, DEFAULT_RUNTIME_IMAGE } from './runtime/select.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
+import { SandboxCommands } from '../seal/sandbox-commands.ts';
+import type { VolumeService } from '../volumes/service.ts';
 
 /** How long an execution row's claim lasts without renewal (renewed every third of it). */
 export const EXECUTION_LEASE_MS = 30_000;
@@ -25,6 +28,8 @@ export interface AgentsCapability {
   gateways: GatewayRegistry;
   kind: ActorKind<ActorMessage>;
   runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>>;
+  /** Live sandboxes of this node's executions (cmd.run over SEAL runs in them). */
+  sandboxCommands: SandboxCommands;
 }
 
 export function cmdCeilings(config: NodeConfig): CmdCeilings {
@@ -41,10 +46,14 @@ export async function startAgentsCapability(o: {
   agents: AgentSource;
   llm: LlmRegistry;
   judge?: TenantJudge;
+  /** Cortex memory for agents with spec.execution.memory (absent: Cortex disabled, memory is ignored). */
+  cortex?: CortexService;
   /** The node's tool catalog for the refinement loop; default: one built from the config. */
   catalog?: ToolCatalog;
   logger: Logger;
   onFirstGenerate?: (executionId: string, at: number) => void;
+  /** The node's volumes: spec.volumes of executions become real volumes (src/agents/execution/volumes.ts). */
+  volumes?: VolumeService;
 }): Promise<AgentsCapability> {
   const log = o.logger.child({ component: 'agents' });
   const nodeId = o.config.node.id;
@@ -69,6 +78,7 @@ export async function startAgentsCapability(o: {
     if (reaped.length > 0) log.info({ containers: reaped.length }, 'removed orphan containers of an earlier run');
   }
   const gateways = new GatewayRegistry();
+  const sandboxCommands = new SandboxCommands();
   const kind = executionKind({
     db: o.db,
     bus: o.bus,
@@ -80,13 +90,17 @@ export async function startAgentsCapability(o: {
     nodeId,
     dataDir: o.config.dataDir,
     ceilings: cmdCeilings(o.config),
+    sandboxCommands,
     catalog: o.catalog ?? createToolCatalog({ config: o.config, logger: log }),
     ...(o.judge ? { judge: o.judge } : {}),
+    ...(o.cortex ? { cortex: o.cortex } : {}),
     ...(o.onFirstGenerate ? { onFirstGenerate: o.onFirstGenerate } : {}),
+    ...(o.volumes ? { volumes: o.volumes } : {}),
+    ...(o.config.fuse ? { fuseAddress: o.config.fuse.address } : {}),
     logger: log,
     leaseMs: EXECUTION_LEASE_MS,
   });
   o.actors.register<ExecutionMessage>(kind);
   const executions = new ExecutionService(o.db, o.bus, o.actors, o.agents, nodeId, EXECUTION_LEASE_MS, log);
-  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes };
+  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes, sandboxCommands };
 }

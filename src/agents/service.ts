@@ -139,8 +139,28 @@ function conflict(name: string, version: string): OrchError {
   return new OrchError(Errors.CONFLICT, `agent ${name} version ${version} already exists; increment metadata.version or use force to overwrite it`);
 }
 
+/** An agent whose current version changed (deploy, update): what the Cortex search index embeds. */
+export interface AgentDeployed {
+  /** The tenant that holds it (`orch-system` for a global agent). */
+  tenant_id: string;
+  agent_id: string;
+  name: string;
+  description: string | null;
+  labels: Record<string, string>;
+}
+
 export class AgentService {
   private readonly log: Logger;
+  private readonly deployListeners: ((e: AgentDeployed) => Promise<void>)[] = [];
+
+  /** Called after each committed deploy or update (the Cortex search index, node.ts); a failing listener is logged. */
+  onDeployed(fn: (e: AgentDeployed) => Promise<void>): void {
+    this.deployListeners.push(fn);
+  }
+
+  private async deployed(e: AgentDeployed): Promise<void> {
+    for (const fn of this.deployListeners) await fn(e).catch((err: unknown) => this.log.warn({ err, agent_id: e.agent_id }, 'deploy listener failed'));
+  }
 
   constructor(
     private readonly db: Db,
@@ -189,6 +209,7 @@ export class AgentService {
       return { agent_id: agent.id, name, version, created, replaced: existing !== undefined };
     });
     this.log.info({ tenant: partition, agent: name, version, agent_id: result.agent_id, created: result.created, replaced: result.replaced }, 'agent deployed');
+    await this.deployed({ tenant_id: partition, agent_id: result.agent_id, name, description, labels: labels ?? {} });
     return result;
   }
 
@@ -252,6 +273,7 @@ export class AgentService {
       return { agent_id: agent.id, name, version, created: false, replaced: existing !== undefined };
     });
     this.log.info({ tenant: row.tenant_id, agent: name, version, agent_id: row.id, replaced: result.replaced }, 'agent updated');
+    await this.deployed({ tenant_id: row.tenant_id, agent_id: row.id, name, description, labels: labels ?? {} });
     return result;
   }
 

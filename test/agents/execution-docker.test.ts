@@ -30,10 +30,11 @@ test('podman: iterative execution, identical events over gRPC, SSE and WebSocket
   await runIterativeScenario(t, await env(t));
 });
 
-test('podman: cancel during a running command removes the container within 2 s', async (t) => {
+test('podman: cancel during a running command is cancelled within 2 s and its container removed', async (t) => {
   const { executionId } = await runCancelScenario(t, await env(t));
-  // Killed at once (the status says cancelled within 2 s); the engine's removal may take a moment longer.
-  const left = await eventually(async () => ((await containersOf(executionId)).length === 0 ? true : undefined), 5000, 'the container to be removed');
+  // Killed at once (the scenario asserts the cancelled status within 2 s); the engine's removal of the stopped
+  // container is asynchronous and, with the whole suite loading podman, has taken more than 5 s in CI.
+  const left = await eventually(async () => ((await containersOf(executionId)).length === 0 ? true : undefined), 30_000, 'the container to be removed');
   t.true(left, 'no container left');
 });
 

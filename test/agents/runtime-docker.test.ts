@@ -200,14 +200,16 @@ test('labels, memory and cpu limits are applied', async (t) => {
   t.is(info.Config.WorkingDir, '/workspace');
 });
 
-test('stop of a sleeping container ends within 2 s and removes it; stop is idempotent', async (t) => {
+// The bound proves stop kills at once instead of waiting for the engine's 10 s stop grace; 2 s flaked when the
+// machine's two cores ran the whole suite beside other work, so it is held at half the grace.
+test('stop of a sleeping container ends well inside the 10 s stop grace and removes it; stop is idempotent', async (t) => {
   const h = await rt.start(spec({ command: ['sleep', '60'] }));
   started.push(h.id);
   await new Promise((r) => setTimeout(r, 200));
   const t0 = Date.now();
   await rt.stop(h.id);
   const elapsed = Date.now() - t0;
-  t.true(elapsed < 2000, `stop took ${elapsed} ms`);
+  t.true(elapsed < 5000, `stop took ${elapsed} ms`);
   t.is(await h.exited, 137);
   const err = await t.throwsAsync(rt.inspect(h.id));
   t.is((err as { statusCode?: number }).statusCode, 404);

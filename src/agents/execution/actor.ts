@@ -59,6 +59,9 @@ class ExecutionBehaviour implements Behaviour<ExecutionMessage> {
       (error: Error) => {
         if (isHandOver(error)) {
           this.log.info({ reason: error.message }, 'execution handed over');
+          // The row belongs to another node (or this one is stopping): this actor has nothing left to do, and a
+          // live entry would keep this node from recovering the execution should the lease come back.
+          this.actor.schedule(0, { type: 'loop_ended' });
           return;
         }
         this.actor.schedule(0, { type: 'loop_crashed', error });
@@ -75,7 +78,9 @@ class ExecutionBehaviour implements Behaviour<ExecutionMessage> {
       case 'renew': {
         if (!this.fence) return;
         try {
-          await renewRow(this.s.db, this.fence, this.s.leaseMs);
+          const renewed = await renewRow<ExecutionRow>(this.s.db, this.fence, this.s.leaseMs);
+          // A cancel asked on another node (a controller that forwarded the execution here) is seen here.
+          if (renewed.row.cancel_requested && this.abort && !this.abort.signal.aborted) this.abort.abort(new CancelledByUser());
         } catch (err) {
           this.log.warn({ err }, 'lost the execution lease; stopping here');
           this.abort?.abort(err);

@@ -5,7 +5,7 @@
 import type { Db } from '../../storage/db.ts';
 import { fencedUpdate, type RowFence } from '../../storage/row-lease.ts';
 
-export type JournalKind = 'llm' | 'tool' | 'judge';
+export type JournalKind = 'llm' | 'tool' | 'judge' | 'memory';
 
 export class Journal {
   private readonly entries = new Map<string, unknown>();

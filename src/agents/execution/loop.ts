@@ -23,9 +23,15 @@ import type { ExecutionRow } from './repo.ts';
 import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
 import { defaultCatalog, runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
 import { validateIteration } from './validate.ts';
+import { ExecutionVolumes } from './volumes.ts';
+import type { VolumeService } from '../../volumes/service.ts';
+import type { Mount } from './tools.ts';
 import type { TenantJudge } from './judge.ts';
 import { judgeToolCall, toolValidationRules } from './tool-judge.ts';
 import type { ToolCatalog } from '../../tools/types.ts';
+import type { SandboxCommands } from '../../seal/sandbox-commands.ts';
+import { ExecutionTelemetry } from '../../observability/runs.ts';
+import type { CortexPatternView, CortexService } from '../../cortex/service.ts';
 
 /** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
 const MAX_TURNS_PER_ITERATION = 50;
@@ -45,8 +51,46 @@ export interface LoopDeps {
   catalog?: ToolCatalog;
   judge?: TenantJudge;
   logger: Logger;
+  /** The node's live-sandbox registry: cmd.run over SEAL runs in this execution's sandbox through it. */
+  sandboxCommands?: SandboxCommands;
+  /**
+   * The node's volumes: spec.volumes become volumes owned by the execution (src/agents/execution/volumes.ts).
+   * Absent: they are plain directories under the data dir (as before volumes existed).
+   */
+  volumes?: VolumeService;
+  /** FuseMountService address (config spec.fuse.address): spec.volumes are mounted through the FUSE daemon. */
+  fuseAddress?: string;
   /** Observability hook for benchmarks and tests (time of the first `generate`). */
   onFirstGenerate?: (executionId: string, at: number) => void;
+  /** Cortex memory for agents with spec.execution.memory: true (absent: memory is ignored). */
+  cortex?: CortexService;
+}
+
+/** Solutions recalled for one failed iteration (journaled, so a resumed run builds the same prompt). */
+interface Recalled {
+  pattern_id: string;
+  error_type: string;
+  solution_approach: string;
+  solution_code?: string;
+  frequency: number;
+  success_score: number;
+}
+
+const MEMORY_HINTS = 3;
+/** Patterns whose solutions failed more often than not are not suggested. */
+const MEMORY_MIN_SUCCESS = 0.5;
+
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 15)}\n…[truncated]` : text;
+}
+
+/** The refine prompt's memory section. */
+export function memoryHints(found: Recalled[]): string {
+  const lines = found.map((p, i) => {
+    const code = p.solution_code ? `\n   Code:\n${p.solution_code}` : '';
+    return `${i + 1}. (${p.error_type}, seen ${p.frequency}×, worked ${Math.round(p.success_score * 100)}% of the time) ${p.solution_approach}${code}`;
+  });
+  return `Solutions that worked for similar errors before (Cortex memory):\n${lines.join('\n')}`;
 }
 
 const now = (): string => new Date().toISOString();
@@ -84,6 +128,11 @@ export class ExecutionLoop {
   private channel: GatewayChannel | undefined;
   private sandbox: Sandbox | undefined;
   private iteration = 0;
+  private execVolumes: ExecutionVolumes | undefined;
+  /** A terminal status was written: the volume grants end with the execution. */
+  private ended = false;
+  /** Spans and metrics of this incarnation (src/observability/runs.ts). */
+  private readonly tel: ExecutionTelemetry;
 
   constructor(
     private readonly deps: LoopDeps,
@@ -93,6 +142,7 @@ export class ExecutionLoop {
     this.id = row.id;
     this.m = row.manifest;
     this.log = deps.logger.child({ execution: row.id });
+    this.tel = new ExecutionTelemetry(row);
   }
 
   /** Writes an event (and optional row changes) in one fenced transaction, then announces it. */
@@ -121,6 +171,7 @@ export class ExecutionLoop {
           sql: `status = 'running', started_at = now()`,
           params: [],
         });
+        this.tel.started();
       }
       if (!this.deps.llm.hasAlias(m.spec.runtime.model)) {
         await this.finishFailed(`no LLM provider configured for alias "${m.spec.runtime.model}"`);
@@ -128,7 +179,7 @@ export class ExecutionLoop {
       }
       this.journal = await Journal.load(this.deps.db, this.id, this.fence);
       if (this.journal.size > 0) this.log.info({ steps: this.journal.size }, 'resuming from the journal');
-      await this.iterate(runSignal);
+      await this.tel.within(() => this.iterate(runSignal));
     } catch (err) {
       const reason = runSignal.aborted ? (runSignal.reason as unknown) : err;
       // Kill the sandbox before anything else (a cancel must stop the running command at once), and record the
@@ -150,11 +201,31 @@ export class ExecutionLoop {
         await stopping;
       }
     } finally {
+      this.tel.end();
       await this.teardown();
+      // After the sandbox is gone: Unmount at execution end (seed 000 mount lifecycle).
+      await this.execVolumes?.detach({ ended: this.ended }).catch((err: unknown) => this.log.warn({ err }, 'detaching the volumes failed'));
     }
   }
 
+  /** /workspace (a directory under the data dir, unless a spec.volumes entry is mounted there) + spec.volumes. */
+  private async mountsFor(): Promise<Mount[]> {
+    const volumes = this.deps.volumes;
+    if (!volumes) return prepareVolumes(this.deps.dataDir, this.id, this.m);
+    this.execVolumes ??= new ExecutionVolumes(
+      { db: this.deps.db, volumes, ...(this.deps.fuseAddress ? { fuseAddress: this.deps.fuseAddress } : {}), logger: this.log },
+      { id: this.id, tenantId: this.row.tenant_id, manifest: this.m },
+    );
+    const attached = await this.execVolumes.attach();
+    const workspace = attached.some((a) => a.sandboxPath === WORKSPACE)
+      ? []
+      : await prepareVolumes(this.deps.dataDir, this.id, { ...this.m, spec: { ...this.m.spec, volumes: [] } });
+    return [...workspace, ...attached];
+  }
+
   private async teardown(): Promise<void> {
+    this.unregisterCommands?.();
+    this.unregisterCommands = undefined;
     if (this.channel) this.deps.gateways.closeChannel(this.channel);
     this.channel = undefined;
     const sb = this.sandbox;
@@ -173,7 +244,7 @@ export class ExecutionLoop {
     await this.teardown();
     const channel = this.deps.gateways.open(this.id);
     this.channel = channel;
-    const mounts = await prepareVolumes(this.deps.dataDir, this.id, this.m);
+    const mounts = await this.mountsFor();
     const sandbox = await startSandbox({
       runtime: this.runtime(),
       registry: this.deps.gateways,
@@ -188,6 +259,11 @@ export class ExecutionLoop {
       logger: this.log,
     });
     this.sandbox = sandbox;
+    const rt = sandbox.runtime;
+    if (this.deps.sandboxCommands && rt.exec) {
+      const sandboxId = sandbox.handle.id;
+      this.unregisterCommands = this.deps.sandboxCommands.register(this.id, (req) => rt.exec!(sandboxId, req));
+    }
     await fencedUpdate(this.deps.db, this.fence, 'container_id = $1, updated_at = now()', [sandbox.handle.id]);
     this.toolCtx = {
       manifest: this.m,
@@ -204,6 +280,7 @@ export class ExecutionLoop {
   }
 
   private toolCtx: ToolContext | undefined;
+  private unregisterCommands: (() => void) | undefined;
   private dispatchSignal: AbortSignal | undefined;
   private dispatchSeq = 0;
 
@@ -247,12 +324,17 @@ export class ExecutionLoop {
       { role: 'user', content: renderPrompt(m, this.row.input) },
     ];
     let lastFailure = '';
+    // Cortex memory (spec.execution.memory): what failed last, and which remembered solutions were suggested.
+    const memory = m.spec.execution.memory === true ? this.deps.cortex : undefined;
+    let failedBefore: { type: string; message: string } | undefined;
+    const suggested = new Set<string>();
     let { channel, sandbox } = await this.freshSandbox();
     // The bootstrap asks `generate` when it starts and after each `final`. An iteration that failed before its
     // `final` (a model error) leaves the bootstrap's request parked: the next iteration answers that one instead.
     let needGenerate = true;
     for (let n = 1; n <= max; n++) {
       this.iteration = n;
+      this.tel.iteration(n);
       this.dispatchSeq = 0;
       const itSeconds = m.spec.execution.iteration_timeout;
       const itTimeout = AbortSignal.timeout(itSeconds * 1000);
@@ -273,7 +355,7 @@ export class ExecutionLoop {
           sql: 'iteration = $1',
           params: [n],
         });
-        const turn = await this.converse(n, messages, itSignal);
+        const turn = await this.tel.inIteration(() => this.converse(n, messages, itSignal));
         output = turn.output;
         await channel.final({ type: 'final', content: output, tool_calls_executed: turn.toolCalls, conversation: messages }, itSignal);
         needGenerate = true;
@@ -298,7 +380,12 @@ export class ExecutionLoop {
           throw err;
         }
       }
+      this.tel.iterationEnded(failure);
       if (!failure) {
+        if (memory && failedBefore) {
+          const before = failedBefore;
+          await this.journal.step(`it${n}:memory:store`, 'memory', () => this.remember(memory, before, output, n, suggested));
+        }
         await this.emit('iteration_completed', `iteration_completed:${n}`, { iteration_number: n, output, completed_at: now() });
         await this.finish('completed', 'execution_completed', { final_output: output, total_iterations: n, completed_at: now() }, {
           sql: `status = 'completed', final_output = $1, completed_at = now()`,
@@ -307,18 +394,76 @@ export class ExecutionLoop {
         return;
       }
       lastFailure = failure.message;
+      failedBefore = failure;
       await this.emit('iteration_failed', `iteration_failed:${n}`, {
         iteration_number: n,
         error: { error_type: failure.type, message: failure.message },
         failed_at: now(),
       });
       if (n < max) {
-        const feedback = `Iteration ${n} failed validation:\n${failure.message}\nFix the problem and try again.`;
+        let feedback = `Iteration ${n} failed validation:\n${failure.message}\nFix the problem and try again.`;
+        if (memory) {
+          const failed = failure;
+          const found = await this.journal.step(`it${n}:memory`, 'memory', () => this.recall(memory, failed));
+          if (found.length > 0) {
+            for (const p of found) suggested.add(p.pattern_id);
+            feedback += `\n\n${memoryHints(found)}`;
+          }
+        }
         await this.emit('refinement_applied', `refinement_applied:${n}`, { iteration_number: n, code_diff: feedback, applied_at: now() });
         messages.push({ role: 'user', content: feedback });
       }
     }
+    if (memory && suggested.size > 0) await this.journal.step(`memory:outcome`, 'memory', () => this.outcome(memory, suggested, false));
     await this.finishFailed(`validation failed after ${max} iteration(s): ${lastFailure}`);
+  }
+
+  /** Remembered solutions for a failed iteration; memory is advisory, so a Cortex failure only logs. */
+  private async recall(cortex: CortexService, failure: { type: string; message: string }): Promise<Recalled[]> {
+    try {
+      const found: CortexPatternView[] = await cortex.query(this.row.tenant_id, {
+        error_signature: clip(failure.message, 8192),
+        error_type: failure.type,
+        limit: MEMORY_HINTS,
+        min_success_score: MEMORY_MIN_SUCCESS,
+      });
+      return found.map((p) => ({
+        pattern_id: p.pattern_id,
+        error_type: p.error_type,
+        solution_approach: clip(p.solution_approach, 4000),
+        ...(p.solution_code !== undefined ? { solution_code: clip(p.solution_code, 4000) } : {}),
+        frequency: p.frequency,
+        success_score: p.success_score,
+      }));
+    } catch (err) {
+      this.log.warn({ err }, 'Cortex recall failed; refining without memory');
+      return [];
+    }
+  }
+
+  /** Stores what made the iteration after a failure pass, and credits the solutions that were suggested. */
+  private async remember(cortex: CortexService, failure: { type: string; message: string }, output: string, n: number, suggested: Set<string>): Promise<{ pattern_id?: string }> {
+    try {
+      const stored = await cortex.store(this.row.tenant_id, {
+        error_signature: clip(failure.message, 8192),
+        error_type: failure.type,
+        error_message: clip(failure.message, 16384),
+        solution_approach: clip(`Agent "${this.m.metadata.name}" passed validation on iteration ${n} after this error with the final answer:\n${output}`, 16384),
+        tags: [`agent:${this.m.metadata.name}`.slice(0, 64)],
+      });
+      suggested.delete(stored.pattern_id); // store already counted this one as a success
+      await this.outcome(cortex, suggested, true);
+      this.log.info({ pattern_id: stored.pattern_id, deduplicated: stored.deduplicated }, 'solution stored in Cortex');
+      return { pattern_id: stored.pattern_id };
+    } catch (err) {
+      this.log.warn({ err }, 'storing the solution in Cortex failed');
+      return {};
+    }
+  }
+
+  private async outcome(cortex: CortexService, ids: Set<string>, success: boolean): Promise<null> {
+    for (const id of ids) await cortex.recordOutcome(this.row.tenant_id, id, success).catch((err: unknown) => this.log.warn({ err, pattern_id: id }, 'recording a Cortex outcome failed'));
+    return null;
   }
 
   /** Model turns and tool calls until the model answers without tools. */
@@ -333,13 +478,13 @@ export class ExecutionLoop {
         const llmSignal = anySignal([signal, AbortSignal.timeout(m.spec.execution.llm_timeout_seconds * 1000)]);
         let res: LlmResponse;
         try {
-          res = await this.deps.llm.complete({
+          res = await this.tel.llmCall(m.spec.runtime.model, () => this.deps.llm.complete({
             alias: m.spec.runtime.model,
             messages: [...messages],
             tools,
             ...(m.spec.runtime.temperature !== undefined ? { temperature: m.spec.runtime.temperature } : {}),
             signal: llmSignal,
-          });
+          }));
         } catch (err) {
           if (signal.aborted) throw err;
           throw new LlmStepFailed(llmSignal.aborted ? `the model did not answer within llm_timeout_seconds (${m.spec.execution.llm_timeout_seconds} s)` : `LLM call failed: ${(err as Error).message}`, { cause: err });
@@ -411,6 +556,8 @@ export class ExecutionLoop {
   private async finish(status: string, type: ExecutionEventType, payload: Record<string, unknown>, set: { sql: string; params: unknown[] }): Promise<void> {
     this.log.info({ status, iterations: this.iteration }, 'execution finished');
     await this.emit(type, 'terminal', payload, set);
+    this.ended = true;
+    this.tel.finished(status as 'completed' | 'failed' | 'cancelled', typeof payload.reason === 'string' ? payload.reason : undefined);
   }
 }
 

@@ -26,6 +26,7 @@ export async function prepareVolumes(dataDir: string, executionId: string, manif
   const mounts: Mount[] = [{ sandboxPath: WORKSPACE, hostPath: path.join(root, 'workspace'), readOnly: false }];
   for (const v of manifest.spec.volumes) {
     if (v.mount_path === WORKSPACE) continue;
+    if (v.volume_id !== undefined) throw new Error(`volume ${v.name} (${v.volume_id}) needs the node's volume service to be mounted`);
     mounts.push({ sandboxPath: v.mount_path, hostPath: path.join(root, v.name), readOnly: v.access_mode === 'read-only' });
   }
   for (const m of mounts) await mkdir(m.hostPath, { recursive: true });

@@ -29,6 +29,41 @@ export interface StartRequest {
   input: string;
   contextJson?: string | undefined;
   workflowExecutionId?: string | undefined;
+  /**
+   * A caller-derived id (a workflow Agent state derives it from its visit): when an execution with this id exists
+   * already, start answers it instead of starting another, so a visit re-run after a crash finds its execution.
+   */
+  executionId?: string | undefined;
+  /**
+   * Existing volumes of the tenant mounted into this execution besides the agent's own spec.volumes (a workflow
+   * Agent state's `volumes`): written into the execution's manifest snapshot as spec.volumes entries with
+   * `volume_id`, so a resumed execution mounts them again. One at the mount path of an agent volume replaces it.
+   */
+  volumes?: ExtraVolume[] | undefined;
+}
+
+export interface ExtraVolume {
+  volumeId: string;
+  /** A name for logs and mounts (the workflow volume's name). */
+  name: string;
+  mountPath: string;
+  accessMode: 'read-write' | 'read-only';
+}
+
+/** The agent's manifest with `extra` volumes mounted: an agent volume at the same mount path gives way. */
+export function withExtraVolumes(manifest: AgentManifest, extra: ExtraVolume[]): AgentManifest {
+  const paths = new Set<string>();
+  for (const v of extra) {
+    if (!isUuid(v.volumeId)) throw new OrchError(Errors.BAD_REQUEST, `volume ${v.name}: volume_id must be a UUID`);
+    if (typeof v.mountPath !== 'string' || !v.mountPath.startsWith('/')) throw new OrchError(Errors.BAD_REQUEST, `volume ${v.name}: mount_path must be absolute`);
+    if (v.accessMode !== 'read-write' && v.accessMode !== 'read-only') throw new OrchError(Errors.BAD_REQUEST, `volume ${v.name}: access_mode must be read-write or read-only`);
+    if (paths.has(v.mountPath)) throw new OrchError(Errors.BAD_REQUEST, `volume ${v.name}: duplicate mount path ${v.mountPath}`);
+    paths.add(v.mountPath);
+  }
+  if (extra.length === 0) return manifest;
+  const own = manifest.spec.volumes.filter((v) => !paths.has(v.mount_path));
+  const added = extra.map((v) => ({ name: v.name, mount_path: v.mountPath, access_mode: v.accessMode, volume_id: v.volumeId.toLowerCase() }));
+  return { ...manifest, spec: { ...manifest.spec, volumes: [...own, ...added] } };
 }
 
 export interface ExecutionView {
@@ -104,8 +139,17 @@ export class ExecutionService {
         throw new OrchError(Errors.BAD_REQUEST, 'context_json is not valid JSON');
       }
     }
+    if (req.executionId !== undefined) {
+      if (!isUuid(req.executionId)) throw new OrchError(Errors.BAD_REQUEST, 'Invalid execution ID');
+      const existing = await repo.getExecution(this.db, req.executionId);
+      if (existing) {
+        if (existing.tenant_id !== req.tenant) throw new OrchError(Errors.CONFLICT, 'execution id already in use');
+        return { execution_id: existing.id };
+      }
+    }
     const agent = await this.agents.getManifest(req.tenant, req.agentId);
-    const id = randomUUID();
+    const manifest = req.volumes ? withExtraVolumes(agent.manifest, req.volumes) : agent.manifest;
+    const id = req.executionId ?? randomUUID();
     await this.db.tx((tx) =>
       repo.insertExecution(tx, {
         id,
@@ -113,7 +157,7 @@ export class ExecutionService {
         agentId: agent.agent_id,
         agentName: agent.name,
         agentVersion: agent.version,
-        manifest: agent.manifest,
+        manifest,
         input: req.input,
         contextJson: req.contextJson,
         workflowExecutionId: req.workflowExecutionId,

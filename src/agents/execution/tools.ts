@@ -23,6 +23,8 @@ export interface Mount {
   sandboxPath: string;
   hostPath: string;
   readOnly: boolean;
+  /** Set for a spec.volumes volume of the VolumeService (fs.* tools then act through it). */
+  volumeId?: string;
 }
 
 export interface CmdRequest {

@@ -2,9 +2,10 @@
 // as `spec.runtime.language`, `spec.tools[2]`). Three passes: YAML syntax (with the line), the JSON Schema of
 // schema.ts (structure, unknown keys), then what a schema cannot say well: known tool names, supported runtime
 // pairs, and the unit forms of memory, cpu and timeouts. Defaults are filled in only when everything passed.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { isScalar, LineCounter, parseDocument, type Document } from 'yaml';
-import { keyOf, segmentsOf } from '../../config/paths.ts';
+import { Ajv, type ValidateFunction } from 'ajv';
+import { isScalar, type Document } from 'yaml';
+import { segmentsOf } from '../../config/paths.ts';
+import { parseYamlDocument, schemaErrors } from './common.ts';
 import { KNOWN_TOOLS } from './known-tools.ts';
 import { CUSTOM_LANGUAGE, isSupportedRuntime, languages, versionsOf } from './runtimes.ts';
 import { agentManifestSchema } from './schema.ts';
@@ -92,50 +93,6 @@ export function parseDuration(v: string | number): number | undefined {
 // ---------------------------------------------------------------------------------------------------------------
 // Errors
 
-function ajvErrors(errors: readonly ErrorObject[]): ManifestError[] {
-  const out: ManifestError[] = [];
-  for (const e of errors) {
-    const p = e.params as Record<string, unknown>;
-    switch (e.keyword) {
-      case 'if': // the `then` branch reported the real problem
-        continue;
-      case 'required':
-        out.push({ field: keyOf(`${e.instancePath}/${String(p.missingProperty)}`), message: 'is required' });
-        continue;
-      case 'additionalProperties':
-        out.push({ field: keyOf(`${e.instancePath}/${String(p.additionalProperty)}`), message: 'is not a known field' });
-        continue;
-      case 'enum':
-        out.push({ field: keyOf(e.instancePath), message: `must be one of ${(p.allowedValues as unknown[]).map(String).join(', ')}` });
-        continue;
-      case 'const':
-        out.push({ field: keyOf(e.instancePath), message: `must be ${JSON.stringify(p.allowedValue)}` });
-        continue;
-      case 'type':
-        out.push({ field: keyOf(e.instancePath), message: `must be ${typeWords(String(p.type))}` });
-        continue;
-      case 'pattern':
-        out.push({ field: keyOf(e.instancePath), message: patternMessage(e.instancePath, String(p.pattern)) });
-        continue;
-      default:
-        out.push({ field: keyOf(e.instancePath), message: e.message ?? 'is invalid' });
-    }
-  }
-  // allErrors can report the same thing twice (e.g. through two `then` branches); keep the first of each.
-  const seen = new Set<string>();
-  return out.filter((e) => {
-    const k = `${e.field}\u0000${e.message}`;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-}
-
-function typeWords(t: string): string {
-  const words = t.split(',').map((x) => (x === 'object' ? 'a mapping' : x === 'array' ? 'a list' : x === 'integer' ? 'an integer' : `a ${x}`));
-  return words.join(' or ');
-}
-
 function patternMessage(pointer: string, pattern: string): string {
   const segs = segmentsOf(pointer);
   const last = segs[segs.length - 1];
@@ -171,21 +128,10 @@ function keepScalarText(doc: Document, text: string): void {
 }
 
 function parseYaml(text: string): { ok: true; value: unknown } | { ok: false; errors: ManifestError[] } {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter: lines });
-  if (doc.errors.length > 0) {
-    // One mistake cascades into many parser errors; the first few are what helps.
-    return {
-      ok: false,
-      errors: doc.errors.slice(0, 3).map((e) => {
-        const line = lines.linePos(e.pos[0]).line;
-        const msg = e.message.split('\n')[0] ?? e.message;
-        return { field: '(root)', message: `invalid YAML at line ${line}: ${msg}`, line };
-      }),
-    };
-  }
-  keepScalarText(doc, text);
-  return { ok: true, value: doc.toJS({ maxAliasCount: 100 }) };
+  const parsed = parseYamlDocument(text);
+  if (!parsed.ok) return parsed;
+  keepScalarText(parsed.doc, text);
+  return { ok: true, value: parsed.doc.toJS({ maxAliasCount: 100 }) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -205,6 +151,7 @@ type Raw = {
       iteration_timeout?: number | string;
       validation?: Record<string, unknown>[];
       tool_validation?: unknown[];
+      memory?: boolean;
     };
     security?: {
       network?: { mode?: 'none' | 'allow' | 'deny'; allowlist?: string[] };
@@ -364,6 +311,7 @@ function semantic(raw: Raw, errors: ManifestError[]): AgentManifest | undefined 
         iteration_timeout: iterationTimeout,
         validation,
         ...(ex.tool_validation !== undefined ? { tool_validation: ex.tool_validation } : {}),
+        ...(ex.memory !== undefined ? { memory: ex.memory } : {}),
       },
       security: {
         network: { mode: networkMode, allowlist },
@@ -401,7 +349,7 @@ export function validateAgentManifestObject(value: unknown): ParseResult {
     return { ok: false, errors: [{ field: '(root)', message: 'must be a mapping with apiVersion, kind, metadata and spec' }] };
   }
   const validate = validator();
-  if (!validate(value)) return { ok: false, errors: ajvErrors(validate.errors ?? []) };
+  if (!validate(value)) return { ok: false, errors: schemaErrors(validate.errors ?? [], patternMessage) };
   const errors: ManifestError[] = [];
   const manifest = semantic(structuredClone(value) as Raw, errors);
   return manifest ? { ok: true, manifest } : { ok: false, errors };

@@ -146,6 +146,7 @@ export const agentManifestSchema = {
             iteration_timeout: duration,
             validation: { type: 'array', items: validationRule },
             tool_validation: { type: 'array' },
+            memory: { type: 'boolean', description: 'consult Cortex memory on a failed iteration and store the solution that worked (needs spec.cortex on the node)' },
           },
           additionalProperties: false,
         },

@@ -28,6 +28,12 @@ export interface VolumeSpec {
   access_mode?: 'read-write' | 'read-only';
   size_limit?: string;
   ttl_hours?: number;
+  /**
+   * An existing volume of the execution's tenant to mount instead of making one (never created, never owned by the
+   * execution). Set only by the orchestrator (a workflow Agent state's `volumes`, seed 002); the manifest schema
+   * refuses it in an agent manifest.
+   */
+  volume_id?: string;
 }
 
 export interface AgentManifest {
@@ -62,6 +68,8 @@ export interface AgentManifest {
       iteration_timeout: number;
       validation: ValidationRule[];
       tool_validation?: unknown[];
+      /** Cortex memory (docs/JUDGES.md "Memory in the refinement loop"): recall solutions on a failed iteration, store the one that worked. */
+      memory?: boolean;
     };
     security: {
       network: { mode: 'none' | 'allow' | 'deny'; allowlist: string[] };

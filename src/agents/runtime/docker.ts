@@ -14,11 +14,17 @@
 // matching uid). There is no SELinux here; on an SELinux host add the `:z` relabel option to the run-dir bind.
 // Unix socket paths are limited to 107 bytes on Linux: keep `<dataDir>/run/<execution_id>/gateway.sock` short.
 import Docker from 'dockerode';
+import { PassThrough } from 'node:stream';
 import type { Logger } from '../../logging/logger.js';
+import { ExecOutput } from './exec-output.js';
 import {
   SANDBOX_GATEWAY_SOCKET,
-  SANDBOX_RUN_DIR,
+  sandboxLabels,
+  sandboxMounts,
   type ContainerRuntime,
+  type RuntimeOptions,
+  type SandboxExecRequest,
+  type SandboxExecResult,
   type SandboxHandle,
   type SandboxMount,
   type SandboxSpec,
@@ -27,18 +33,13 @@ import {
 export const DEFAULT_RUNTIME_IMAGE = 'localhost/orch-runtime:latest';
 export const DEFAULT_DOCKER_HOST = 'unix:///run/orch-podman/podman.sock';
 
-/** Labels every container carries so that recovery (reap) and attestation can find it. */
-export const LABEL_EXECUTION_ID = 'orch.execution_id';
-export const LABEL_AGENT_ID = 'orch.agent_id';
-export const LABEL_NODE_ID = 'orch.node_id';
+export { LABEL_AGENT_ID, LABEL_EXECUTION_ID, LABEL_NODE_ID } from './types.js';
+/** Marks the containers this runtime made (beside the labels of sandboxLabels). */
 export const LABEL_MANAGED = 'orch.managed';
 
-export interface DockerRuntimeOptions {
+export interface DockerRuntimeOptions extends RuntimeOptions {
   /** `unix:///path/to.sock`, `tcp://host:port` or `http(s)://host:port` (DOCKER_HOST syntax). */
   dockerHost: string;
-  logger: Logger;
-  /** Used for the orch.node_id label when spec.labels has none. */
-  nodeId?: string;
   /** Image when spec.image is absent (default localhost/orch-runtime:latest). */
   defaultImage?: string;
   /** Per-container ulimits; the engine's defaults (containers.conf) apply when absent. */
@@ -131,15 +132,8 @@ export class DockerRuntime implements ContainerRuntime {
     const image = spec.image ?? this.opts.defaultImage ?? DEFAULT_RUNTIME_IMAGE;
     await this.ensureImage(image, spec.imagePullPolicy ?? 'IfNotPresent');
 
-    const labels: Record<string, string> = {
-      ...spec.labels,
-      [LABEL_EXECUTION_ID]: spec.executionId,
-      [LABEL_AGENT_ID]: spec.agentId,
-      [LABEL_NODE_ID]: spec.labels[LABEL_NODE_ID] ?? this.opts.nodeId ?? 'unknown',
-      [LABEL_MANAGED]: 'true',
-    };
-    const mounts = [...spec.mounts];
-    if (spec.runDir) mounts.push({ hostPath: spec.runDir, sandboxPath: SANDBOX_RUN_DIR, readOnly: false });
+    const labels: Record<string, string> = { ...sandboxLabels(spec, this.opts.nodeId), [LABEL_MANAGED]: 'true' };
+    const mounts = sandboxMounts(spec);
     const hostConfig: Docker.HostConfig = {
       Binds: mounts.map(bindOf),
       NetworkMode: spec.network ? 'bridge' : 'none',
@@ -157,6 +151,7 @@ export class DockerRuntime implements ContainerRuntime {
         name,
         Image: image,
         Cmd: spec.command,
+        ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
         Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
         Labels: labels,
         WorkingDir: spec.workdir,
@@ -291,6 +286,49 @@ export class DockerRuntime implements ContainerRuntime {
     );
     if (removed.length > 0) this.log.info({ label, value, removed }, 'reaped containers');
     return removed;
+  }
+
+  /**
+   * `docker exec` of a command in the running container (no shell, no tty). On timeout the exec's process is
+   * SIGKILLed through its host pid (the engine reports it; the orchestrator shares the host pid namespace with a
+   * rootful engine) and the stream is closed.
+   */
+  async exec(id: string, req: SandboxExecRequest): Promise<SandboxExecResult> {
+    const container = this.docker.getContainer(id);
+    const output = new ExecOutput(req.max_output_bytes);
+    let exec: Docker.Exec;
+    try {
+      exec = await container.exec({ Cmd: [req.command, ...req.args], WorkingDir: req.cwd, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
+    } catch (err) {
+      throw new Error(`sandbox ${id} is not running: ${errMessage(err)}`);
+    }
+    const stream = await exec.start({ hijack: true, stdin: false });
+    const out = new PassThrough();
+    const err = new PassThrough();
+    out.on('data', output.stdout);
+    err.on('data', output.stderr);
+    this.docker.modem.demuxStream(stream, out, err);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void exec
+        .inspect()
+        .then((info) => {
+          if (typeof info.Pid === 'number' && info.Pid > 0) process.kill(info.Pid, 'SIGKILL');
+        })
+        .catch((e: unknown) => this.log.warn({ container_id: id, err: errMessage(e) }, 'killing a timed-out exec failed'))
+        .finally(() => stream.destroy());
+    }, Math.max(1, req.timeout_secs) * 1000);
+    timer.unref();
+    await new Promise<void>((resolve) => {
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', resolve);
+    });
+    clearTimeout(timer);
+    const info = await exec.inspect().catch(() => undefined);
+    const code = typeof info?.ExitCode === 'number' ? info.ExitCode : timedOut ? 137 : -1;
+    return output.result(code, timedOut, req.timeout_secs);
   }
 
   /** The container's stdout and stderr so far (diagnostics and tests). */

@@ -25,23 +25,25 @@ import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../logging/logger.js';
+import { ExecOutput } from './exec-output.js';
 import {
   SANDBOX_GATEWAY_SOCKET,
-  SANDBOX_RUN_DIR,
+  sandboxLabels,
+  sandboxMounts,
   type ContainerRuntime,
+  type RuntimeOptions,
   type SandboxHandle,
+  type SandboxExecRequest,
+  type SandboxExecResult,
   type SandboxMount,
   type SandboxSpec,
 } from './types.js';
 
-export interface ProcessRuntimeOptions {
-  logger: Logger;
+export interface ProcessRuntimeOptions extends RuntimeOptions {
   /** 'auto' (default): bwrap when it is installed and works here; 'bwrap': require it; 'none': never use it. */
   sandbox?: 'auto' | 'bwrap' | 'none';
   /** Path of the bwrap binary (default: looked up on PATH). */
   bwrapPath?: string;
-  /** Used for the orch.node_id label when spec.labels has none. */
-  nodeId?: string;
   /** Bytes of stdout / stderr kept per sandbox for `output()` (default 64 KiB each). */
   outputTailBytes?: number;
 }
@@ -54,6 +56,10 @@ interface Tracked {
   done: boolean;
   stdout: Buffer[];
   stderr: Buffer[];
+  /** What exec() needs to start a sibling process with the same view: the spec, its mounts and environment. */
+  spec: SandboxSpec;
+  mounts: SandboxMount[];
+  env: Record<string, string>;
 }
 
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
@@ -194,8 +200,7 @@ export class ProcessRuntime implements ContainerRuntime {
     if (existing && !existing.done) throw new Error(`sandbox ${id} is already running; stop it first`);
     if (spec.command.length === 0) throw new Error('spec.command is empty');
 
-    const mounts = [...spec.mounts];
-    if (spec.runDir) mounts.push({ hostPath: spec.runDir, sandboxPath: SANDBOX_RUN_DIR, readOnly: false });
+    const mounts = sandboxMounts(spec);
     for (const m of mounts) {
       if (!path.isAbsolute(m.hostPath) || !path.isAbsolute(m.sandboxPath)) {
         throw new Error(`mount paths must be absolute: ${m.hostPath} -> ${m.sandboxPath}`);
@@ -205,12 +210,7 @@ export class ProcessRuntime implements ContainerRuntime {
       PATH: `${DEFAULT_PATH}:${path.dirname(process.execPath)}`,
       ...spec.env,
     };
-    const labels: Record<string, string> = {
-      ...spec.labels,
-      'orch.execution_id': spec.executionId,
-      'orch.agent_id': spec.agentId,
-      'orch.node_id': spec.labels['orch.node_id'] ?? this.opts.nodeId ?? 'unknown',
-    };
+    const labels = sandboxLabels(spec, this.opts.nodeId);
 
     let file: string;
     let args: string[];
@@ -246,7 +246,7 @@ export class ProcessRuntime implements ContainerRuntime {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const tailBytes = this.opts.outputTailBytes ?? 64 * 1024;
-    const entry: Tracked = { id, child, labels, done: false, stdout: [], stderr: [], exited: undefined as never };
+    const entry: Tracked = { id, child, labels, done: false, stdout: [], stderr: [], exited: undefined as never, spec, mounts, env };
     const keep = (buf: Buffer[], chunk: Buffer) => {
       buf.push(chunk);
       let total = buf.reduce((n, b) => n + b.length, 0);
@@ -271,6 +271,65 @@ export class ProcessRuntime implements ContainerRuntime {
     this.log.info({ execution_id: spec.executionId, sandbox_id: id, pid: child.pid, bwrap: Boolean(bwrap), network: spec.network },
       'sandbox process started');
     return { id, exited: entry.exited };
+  }
+
+  /**
+   * Runs a command beside the sandbox's main process with the same view: under bwrap a sibling sandbox with the
+   * same mounts, network setting and environment (its own pid namespace); without bwrap a plain child with the
+   * sandbox paths rewritten, like start(). Killed (its whole process group) after timeout_secs.
+   */
+  async exec(id: string, req: SandboxExecRequest): Promise<SandboxExecResult> {
+    const entry = this.tracked.get(id);
+    if (!entry || entry.done) throw new Error(`sandbox ${id} is not running`);
+    const { mounts, env } = entry;
+    let file: string;
+    let args: string[];
+    let cwd: string;
+    let childEnv: Record<string, string>;
+    const bwrap = this.usesBwrap() ? this.bwrap! : null;
+    if (bwrap) {
+      file = bwrap;
+      args = this.bwrapArgs({ ...entry.spec, workdir: req.cwd, command: [req.command, ...req.args] }, mounts, env);
+      cwd = '/';
+      childEnv = { PATH: env.PATH ?? DEFAULT_PATH };
+    } else {
+      cwd = resolvePath(mounts, req.cwd) ?? req.cwd;
+      childEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, rewriteSandboxValue(mounts, v)]));
+      file = req.command;
+      args = req.args.map((a) => rewriteSandboxValue(mounts, a));
+    }
+    const output = new ExecOutput(req.max_output_bytes);
+    return new Promise<SandboxExecResult>((resolve) => {
+      let child: ChildProcess;
+      try {
+        child = spawn(file, args, { cwd, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (err) {
+        output.stderr(Buffer.from(String((err as Error).message)));
+        resolve(output.result(-1, false, req.timeout_secs));
+        return;
+      }
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      }, Math.max(1, req.timeout_secs) * 1000);
+      timer.unref();
+      child.stdout?.on('data', output.stdout);
+      child.stderr?.on('data', output.stderr);
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        output.stderr(Buffer.from(err.message));
+        resolve(output.result(-1, false, req.timeout_secs));
+      });
+      child.once('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve(output.result(exitCodeOf(code, signal), timedOut, req.timeout_secs));
+      });
+    });
   }
 
   async stop(id: string): Promise<void> {

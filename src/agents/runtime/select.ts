@@ -1,20 +1,17 @@
 // Picks the sandbox runtime for an isolation kind and checks whether a Docker-API engine answers.
 import http from 'node:http';
 import https from 'node:https';
-import type { Logger } from '../../logging/logger.js';
 import { DEFAULT_DOCKER_HOST, DockerRuntime, dockerConnection, type DockerRuntimeOptions } from './docker.js';
 import { ProcessRuntime, type ProcessRuntimeOptions } from './process.js';
-import type { ContainerRuntime } from './types.js';
+import type { ContainerRuntime, RuntimeOptions } from './types.js';
 
 export { DEFAULT_DOCKER_HOST, DEFAULT_RUNTIME_IMAGE } from './docker.js';
 
-export interface CreateRuntimeOptions {
-  logger: Logger;
+export interface CreateRuntimeOptions extends RuntimeOptions {
   /** DOCKER_HOST for 'docker' (default: env DOCKER_HOST, else unix:///run/orch-podman/podman.sock). */
   dockerHost?: string;
-  nodeId?: string;
-  docker?: Partial<Omit<DockerRuntimeOptions, 'logger' | 'dockerHost' | 'nodeId'>>;
-  process?: Partial<Omit<ProcessRuntimeOptions, 'logger' | 'nodeId'>>;
+  docker?: Partial<Omit<DockerRuntimeOptions, keyof RuntimeOptions | 'dockerHost'>>;
+  process?: Partial<Omit<ProcessRuntimeOptions, keyof RuntimeOptions>>;
 }
 
 /** DOCKER_HOST from the environment, else the podman socket scripts/setup-podman.sh starts. */
@@ -26,20 +23,12 @@ export function createRuntime(kind: 'docker', opts: CreateRuntimeOptions): Docke
 export function createRuntime(kind: 'process', opts: CreateRuntimeOptions): ProcessRuntime;
 export function createRuntime(kind: 'docker' | 'process', opts: CreateRuntimeOptions): ContainerRuntime;
 export function createRuntime(kind: 'docker' | 'process', opts: CreateRuntimeOptions): ContainerRuntime {
+  const base: RuntimeOptions = { logger: opts.logger, ...(opts.nodeId !== undefined ? { nodeId: opts.nodeId } : {}) };
   switch (kind) {
     case 'docker':
-      return new DockerRuntime({
-        ...opts.docker,
-        dockerHost: opts.dockerHost ?? resolveDockerHost(),
-        logger: opts.logger,
-        ...(opts.nodeId !== undefined ? { nodeId: opts.nodeId } : {}),
-      });
+      return new DockerRuntime({ ...opts.docker, dockerHost: opts.dockerHost ?? resolveDockerHost(), ...base });
     case 'process':
-      return new ProcessRuntime({
-        ...opts.process,
-        logger: opts.logger,
-        ...(opts.nodeId !== undefined ? { nodeId: opts.nodeId } : {}),
-      });
+      return new ProcessRuntime({ ...opts.process, ...base });
     default: {
       const never: never = kind;
       throw new Error(`unknown isolation kind ${String(never)}`);

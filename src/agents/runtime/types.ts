@@ -1,6 +1,7 @@
 // One interface over the places an agent's bootstrap runs: a container through the Docker Engine API (podman
 // serves it here) or a sandboxed child process. The execution loop starts one sandbox per execution (or per
 // resume), the bootstrap inside it talks to the dispatch gateway, and the loop stops and removes it at the end.
+import type { Logger } from '../../logging/logger.js';
 
 /** Where the per-execution run directory (holding the dispatch gateway's unix socket) appears inside a sandbox. */
 export const SANDBOX_RUN_DIR = '/orch/run';
@@ -25,6 +26,9 @@ export interface SandboxSpec {
   imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
   /** argv of the main process, e.g. ['node', '/orch/bootstrap.mjs']. */
   command: string[];
+  /** Overrides the image's ENTRYPOINT (docker only; `command` then holds its arguments). ContainerRun states set
+   * it so that their `command` replaces whatever entrypoint the image declares. */
+  entrypoint?: string[];
   /** The ORCH_* variables and the manifest's env; never secrets. */
   env: Record<string, string>;
   mounts: SandboxMount[];
@@ -43,11 +47,62 @@ export interface SandboxSpec {
   labels: Record<string, string>;
 }
 
+/** Labels every sandbox carries so that recovery (reap) and attestation can find it. */
+export const LABEL_EXECUTION_ID = 'orch.execution_id';
+export const LABEL_AGENT_ID = 'orch.agent_id';
+export const LABEL_NODE_ID = 'orch.node_id';
+
+/** What every runtime is built with. */
+export interface RuntimeOptions {
+  logger: Logger;
+  /** Used for the orch.node_id label when spec.labels has none. */
+  nodeId?: string;
+}
+
+/** The spec's labels with the execution, agent and node ids. */
+export function sandboxLabels(spec: SandboxSpec, nodeId: string | undefined): Record<string, string> {
+  return {
+    ...spec.labels,
+    [LABEL_EXECUTION_ID]: spec.executionId,
+    [LABEL_AGENT_ID]: spec.agentId,
+    [LABEL_NODE_ID]: spec.labels[LABEL_NODE_ID] ?? nodeId ?? 'unknown',
+  };
+}
+
+/** The spec's mounts, plus spec.runDir (the dispatch gateway's socket directory) read-write at SANDBOX_RUN_DIR. */
+export function sandboxMounts(spec: SandboxSpec): SandboxMount[] {
+  const mounts = [...spec.mounts];
+  if (spec.runDir) mounts.push({ hostPath: spec.runDir, sandboxPath: SANDBOX_RUN_DIR, readOnly: false });
+  return mounts;
+}
+
 export interface SandboxHandle {
   /** Container id, or `process-<execution_id>` for process isolation (CONTRACT.md). */
   id: string;
   /** Resolves with the exit code when the main process ends. */
   exited: Promise<number>;
+}
+
+/** A second command run inside a live sandbox, beside its main process (cmd.run over SEAL: docker exec; process
+ * isolation: a sibling bwrap with the sandbox's mounts, network and environment). No shell is involved. */
+export interface SandboxExecRequest {
+  command: string;
+  args: string[];
+  /** Sandbox path of the working directory. */
+  cwd: string;
+  timeout_secs: number;
+  /** Combined stdout + stderr ceiling; more is tail-trimmed and flagged `truncated`. */
+  max_output_bytes: number;
+}
+
+export interface SandboxExecResult {
+  exit_code: number;
+  stdout: string;
+  stderr: string;
+  duration_ms: number;
+  truncated: boolean;
+  /** Killed for running longer than timeout_secs. */
+  timed_out: boolean;
 }
 
 export interface ContainerRuntime {
@@ -64,4 +119,6 @@ export interface ContainerRuntime {
    * (`http.request({ socketPath: new URL(url).pathname, path: '/v1/dispatch-gateway' })`). `port` (the host's HTTP
    * port) is kept for runtimes that reach the host over TCP; the built-in ones ignore it. */
   orchestratorUrl(port: number): string;
+  /** Runs a command inside the live sandbox `id`; rejects when the sandbox is not running. */
+  exec?(id: string, req: SandboxExecRequest): Promise<SandboxExecResult>;
 }

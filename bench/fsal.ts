@@ -1,0 +1,174 @@
+// FSAL throughput: sequential write and read (MB/s) and small files (files/s), through FsalService over gRPC (a real
+// client, bearer auth, PostgreSQL with a StorageEvent row per call), through a kernel FUSE mount of the same volume
+// (shell tools in a child process), and on the local disk with the same client code, as the ratio that matters.
+// Everything runs on this machine: the gRPC server, the FUSE daemon's callbacks and the client share the bench
+// process (the FUSE shell commands run in their own).
+// Run: `npm run bench -- fsal [--runs N]`, or `tsx bench/fsal.ts [runs]`.
+import { execFile } from 'node:child_process';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { status } from '@grpc/grpc-js';
+import { FsalServiceService as S } from '../src/gen/orch/fsal/v1/fsal.js';
+import { fuseAvailable } from '../src/fuse/binding.ts';
+import { MountManager } from '../src/fuse/mounts.ts';
+import { silentLogger } from '../src/logging/logger.ts';
+import { fsalFixture, TENANT, type FsalFixture } from '../test/fsal/support.ts';
+import { median } from './stats.ts';
+
+export interface FsalFigures {
+  grpcWriteMBps: number;
+  grpcReadMBps: number;
+  grpcSmallFilesPerSec: number;
+  fuseWriteMBps?: number;
+  fuseReadMBps?: number;
+  fuseSmallFilesPerSec?: number;
+  diskWriteMBps: number;
+  diskReadMBps: number;
+  diskSmallFilesPerSec: number;
+  shellDiskWriteMBps: number;
+  shellDiskReadMBps: number;
+  shellDiskSmallFilesPerSec: number;
+}
+
+const FILE_MB = 64;
+const CHUNK = 1024 * 1024;
+const SMALL_FILES = 300;
+const SMALL_SIZE = 1024;
+
+function sh(script: string): Promise<void> {
+  return new Promise((resolve, reject) =>
+    execFile('sh', ['-c', script], { timeout: 300_000, maxBuffer: 1 << 20 }, (err, _o, stderr) => (err ? reject(new Error(`${script}: ${stderr || err.message}`)) : resolve())),
+  );
+}
+
+async function timed(fn: () => Promise<void>): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+
+async function ok<T extends { code: status; details: string }>(p: Promise<T>): Promise<T> {
+  const r = await p;
+  if (r.code !== status.OK) throw new Error(`FSAL call failed: ${status[r.code]} ${r.details}`);
+  return r;
+}
+
+async function grpcFigures(f: FsalFixture, ids: { execution_id: string; volume_id: string }, tag: string) {
+  const data = Buffer.alloc(CHUNK, 7);
+  await ok(f.rpc(S.create, { ...ids, path: `${tag}.bin`, mode: 0, exclusive: true }));
+  const w = await timed(async () => {
+    for (let i = 0; i < FILE_MB; i++) await ok(f.rpc(S.write, { ...ids, path: `${tag}.bin`, offset: i * CHUNK, data }));
+  });
+  const r = await timed(async () => {
+    for (let i = 0; i < FILE_MB; i++) await ok(f.rpc(S.read, { ...ids, path: `${tag}.bin`, offset: i * CHUNK, length: CHUNK }));
+  });
+  await ok(f.rpc(S.mkDir, { ...ids, path: `${tag}-small`, mode: 0 }));
+  const small = Buffer.alloc(SMALL_SIZE, 1);
+  const s = await timed(async () => {
+    for (let i = 0; i < SMALL_FILES; i++) {
+      await ok(f.rpc(S.create, { ...ids, path: `${tag}-small/f${i}`, mode: 0, exclusive: true }));
+      await ok(f.rpc(S.write, { ...ids, path: `${tag}-small/f${i}`, offset: 0, data: small }));
+    }
+  });
+  return { grpcWriteMBps: FILE_MB / w, grpcReadMBps: FILE_MB / r, grpcSmallFilesPerSec: SMALL_FILES / s };
+}
+
+async function diskFigures(dir: string) {
+  const data = Buffer.alloc(CHUNK, 7);
+  const file = path.join(dir, 'disk.bin');
+  const w = await timed(async () => {
+    const fh = await open(file, 'w');
+    for (let i = 0; i < FILE_MB; i++) await fh.write(data, 0, CHUNK, i * CHUNK);
+    await fh.close();
+  });
+  const r = await timed(async () => {
+    const fh = await open(file, 'r');
+    const buf = Buffer.alloc(CHUNK);
+    for (let i = 0; i < FILE_MB; i++) await fh.read(buf, 0, CHUNK, i * CHUNK);
+    await fh.close();
+  });
+  const small = Buffer.alloc(SMALL_SIZE, 1);
+  const s = await timed(async () => {
+    for (let i = 0; i < SMALL_FILES; i++) await writeFile(path.join(dir, `small-${i}`), small, { flag: 'wx' });
+  });
+  await readFile(file).then(() => undefined);
+  return { diskWriteMBps: FILE_MB / w, diskReadMBps: FILE_MB / r, diskSmallFilesPerSec: SMALL_FILES / s };
+}
+
+/** The same shell commands on a directory: `dd` 1 MiB blocks for the big file, a shell loop for small files. */
+async function shellFigures(dir: string, tag: string) {
+  const w = await timed(() => sh(`dd if=/dev/zero of=${dir}/${tag}.bin bs=1M count=${FILE_MB} 2>/dev/null`));
+  // Drop the page cache's copy for the mount's read path? Not ours to do on a shared machine: FUSE without kernel_cache
+  // re-reads through the daemon on each open anyway.
+  const r = await timed(() => sh(`dd if=${dir}/${tag}.bin of=/dev/null bs=1M 2>/dev/null`));
+  const s = await timed(() => sh(`mkdir ${dir}/${tag}-small && cd ${dir}/${tag}-small && i=0; while [ $i -lt ${SMALL_FILES} ]; do head -c ${SMALL_SIZE} /dev/zero > f$i; i=$((i+1)); done`));
+  return { writeMBps: FILE_MB / w, readMBps: FILE_MB / r, smallFilesPerSec: SMALL_FILES / s };
+}
+
+export async function benchFsal(run = 0): Promise<FsalFigures> {
+  const f = await fsalFixture();
+  const local = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-disk-'));
+  const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-fuse-'));
+  try {
+    const exec = await f.execution();
+    const vol = await f.volume({ limit: 4 * FILE_MB * CHUNK + 64 * CHUNK });
+    await f.grant(exec, vol);
+    const ids = { execution_id: exec, volume_id: vol };
+    const grpc = await grpcFigures(f, ids, `grpc-${run}`);
+    const disk = await diskFigures(local);
+    const shellDisk = await shellFigures(local, 'shell');
+    let fuse: Partial<FsalFigures> = {};
+    if (fuseAvailable()) {
+      const token = await f.idp.sign({ sub: 'svc-bench', preferred_username: 'service-account-bench' });
+      const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger() });
+      try {
+        const mnt = await mounts.mount({ ...ids, tenant_id: TENANT });
+        const fig = await shellFigures(mnt, `fuse-${run}`);
+        fuse = { fuseWriteMBps: fig.writeMBps, fuseReadMBps: fig.readMBps, fuseSmallFilesPerSec: fig.smallFilesPerSec };
+      } finally {
+        await mounts.closeAll();
+      }
+    }
+    return {
+      ...grpc,
+      ...fuse,
+      ...disk,
+      shellDiskWriteMBps: shellDisk.writeMBps,
+      shellDiskReadMBps: shellDisk.readMBps,
+      shellDiskSmallFilesPerSec: shellDisk.smallFilesPerSec,
+    };
+  } finally {
+    await f.close();
+    await rm(local, { recursive: true, force: true });
+    await rm(prefix, { recursive: true, force: true });
+  }
+}
+
+/** Runs `runs` times and prints one line per figure: the median and every run. */
+export async function reportFsal(runs: number, print: (line: string) => void): Promise<void> {
+  const all: FsalFigures[] = [];
+  for (let i = 0; i < runs; i++) all.push(await benchFsal(i));
+  const line = (name: string, key: keyof FsalFigures, unit: string): void => {
+    const xs = all.map((x) => x[key]).filter((x): x is number => typeof x === 'number');
+    if (xs.length === 0) return print(`${name.padEnd(60)} (FUSE binding not available)`);
+    print(`${name.padEnd(60)} median ${median(xs).toFixed(1).padStart(8)} ${unit}   runs: ${xs.map((x) => x.toFixed(1)).join(', ')}`);
+  };
+  line(`FSAL gRPC sequential write, 1 MiB calls (${FILE_MB} MiB)`, 'grpcWriteMBps', 'MB/s');
+  line(`FSAL gRPC sequential read, 1 MiB calls (${FILE_MB} MiB)`, 'grpcReadMBps', 'MB/s');
+  line(`FSAL gRPC small files (Create + Write ${SMALL_SIZE} B)`, 'grpcSmallFilesPerSec', 'files/s');
+  line('local disk, same client code: sequential write', 'diskWriteMBps', 'MB/s');
+  line('local disk, same client code: sequential read', 'diskReadMBps', 'MB/s');
+  line('local disk, same client code: small files', 'diskSmallFilesPerSec', 'files/s');
+  line('FUSE mount: dd write bs=1M', 'fuseWriteMBps', 'MB/s');
+  line('FUSE mount: dd read bs=1M', 'fuseReadMBps', 'MB/s');
+  line(`FUSE mount: shell loop, small files (${SMALL_SIZE} B)`, 'fuseSmallFilesPerSec', 'files/s');
+  line('local disk: dd write bs=1M', 'shellDiskWriteMBps', 'MB/s');
+  line('local disk: dd read bs=1M', 'shellDiskReadMBps', 'MB/s');
+  line(`local disk: shell loop, small files (${SMALL_SIZE} B)`, 'shellDiskSmallFilesPerSec', 'files/s');
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await reportFsal(Number(process.argv[2] ?? 3), (l) => process.stdout.write(`${l}\n`));
+  process.exit(0);
+}

@@ -1,0 +1,113 @@
+// The FUSE binding: @cocalc/fuse-native, an optional dependency compiled at install time against Debian's libfuse
+// 2.9 (scripts/setup-fuse.sh installs libfuse-dev and fuse3). Loaded lazily so that a node without it still starts;
+// the daemon then refuses Mount with FAILED_PRECONDITION naming what is missing.
+import { createRequire } from 'node:module';
+import { Errors, OrchError } from '../errors/catalog.ts';
+
+// The part of the binding's API orch uses (its own index.d.ts does not resolve as a class under NodeNext).
+export interface FuseStats {
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+  dev: number;
+  nlink: number;
+  ino: number;
+  rdev: number;
+  blksize: number;
+  blocks: number;
+  atime: Date;
+  mtime: Date;
+  ctime: Date;
+}
+
+type Cb = (err: number) => void;
+
+/** Callbacks take 0 or a negative errno; read and write take the byte count (or a negative errno) alone. */
+export interface FuseOperations {
+  init?: (cb: Cb) => void;
+  getattr?: (path: string, cb: (err: number, stat?: FuseStats) => void) => void;
+  fgetattr?: (path: string, fd: number, cb: (err: number, stat?: FuseStats) => void) => void;
+  readdir?: (path: string, cb: (err: number, names?: string[], stats?: FuseStats[]) => void) => void;
+  open?: (path: string, flags: number, cb: (err: number, fd?: number) => void) => void;
+  create?: (path: string, mode: number, cb: (err: number, fd?: number) => void) => void;
+  read?: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytes: number) => void) => void;
+  write?: (path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytes: number) => void) => void;
+  truncate?: (path: string, size: number, cb: Cb) => void;
+  ftruncate?: (path: string, fd: number, size: number, cb: Cb) => void;
+  flush?: (path: string, fd: number, cb: Cb) => void;
+  fsync?: (path: string, dataSync: boolean, fd: number, cb: Cb) => void;
+  release?: (path: string, fd: number, cb: Cb) => void;
+  unlink?: (path: string, cb: Cb) => void;
+  rename?: (src: string, dest: string, cb: Cb) => void;
+  mkdir?: (path: string, mode: number, cb: Cb) => void;
+  rmdir?: (path: string, cb: Cb) => void;
+}
+
+export interface FuseOptions {
+  force?: boolean;
+  mkdir?: boolean;
+  allowOther?: boolean;
+  fsname?: string;
+  subtype?: string;
+  attrTimeout?: number;
+  entryTimeout?: number;
+  /** Milliseconds an operation may take before the binding answers the kernel ETIMEDOUT; false for none. */
+  timeout?: number | false;
+  debug?: boolean;
+}
+
+export interface FuseInstance {
+  readonly mnt: string;
+  mount(cb: (err: Error | null) => void): void;
+  unmount(cb: (err: Error | null) => void): void;
+}
+
+export type FuseClass = new (mnt: string, ops: FuseOperations, opts?: FuseOptions) => FuseInstance;
+
+/**
+ * Mount options the binding has no field for. big_writes and max_write let the kernel send 128 KiB writes instead of
+ * 4 KiB ones (libfuse 2 needs big_writes asked for explicitly): one FSAL Write per 128 KiB instead of per page.
+ */
+const EXTRA_OPTIONS = ['big_writes', 'max_write=131072'];
+
+let loaded: FuseClass | undefined;
+let loadError: Error | undefined;
+
+function load(): FuseClass {
+  if (loaded) return loaded;
+  if (loadError) throw loadError;
+  try {
+    const Base = createRequire(import.meta.url)('@cocalc/fuse-native') as FuseClass;
+    // _fuseOptions builds the single `-o a,b,c` argument; extend it rather than fork the binding.
+    class OrchFuse extends Base {
+      _fuseOptions(): string {
+        const base = (Base.prototype as unknown as { _fuseOptions(this: unknown): string })._fuseOptions.call(this);
+        return base ? `${base},${EXTRA_OPTIONS.join(',')}` : `-o${EXTRA_OPTIONS.join(',')}`;
+      }
+    }
+    loaded = OrchFuse as unknown as FuseClass;
+    return loaded;
+  } catch (err) {
+    loadError = new OrchError(
+      { ...Errors.CONFIG_INVALID, code: 'fuse_unavailable' },
+      `the FUSE binding @cocalc/fuse-native could not be loaded (${(err as Error).message.split('\n')[0]}); run scripts/setup-fuse.sh, then npm install`,
+      { cause: err },
+    );
+    throw loadError;
+  }
+}
+
+/** The binding's Fuse class; throws FAILED_PRECONDITION (code fuse_unavailable) when it is not installed or built. */
+export function fuseBinding(): FuseClass {
+  return load();
+}
+
+export function fuseAvailable(): boolean {
+  try {
+    load();
+    return true;
+  } catch {
+    return false;
+  }
+}

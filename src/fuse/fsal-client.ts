@@ -1,0 +1,153 @@
+// The FUSE daemon's side of FsalService: one client per mount, bound to its (execution, volume, tenant). Calls carry
+// the daemon's bearer token and `x-tenant-id` (a service account acting for the mount's tenant), so the node's
+// grpc_auth gate and the FSAL's ownership checks judge every kernel operation.
+import { Metadata, credentials, status, type Client, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
+import {
+  FsalServiceClient,
+  FsalServiceService,
+  type CreateResponse,
+  type FileAttributes,
+  type GetAttrResponse,
+  type LookupResponse,
+  type MkDirResponse,
+  type ReadDirResponse,
+  type ReadResponse,
+  type WriteResponse,
+} from '../gen/orch/fsal/v1/fsal.js';
+
+export interface FsalTarget {
+  execution_id: string;
+  volume_id: string;
+  tenant_id: string;
+}
+
+export interface FsalConnection {
+  /** host:port of the runtime gRPC port (FsalService). */
+  address: string;
+  /** Bearer token; absent when the node runs without grpc_auth. */
+  token?: string;
+  /** Per-call deadline. */
+  timeoutMs?: number;
+}
+
+/** A refused FSAL call: the gRPC status, and the errno the service named in trailing metadata `fsal-errno`. */
+export class FsalCallError extends Error {
+  constructor(
+    readonly code: status,
+    readonly details: string,
+    readonly errno: string | undefined,
+  ) {
+    super(details);
+    this.name = 'FsalCallError';
+  }
+}
+
+const ERRNO_BY_STATUS: Partial<Record<status, string>> = {
+  [status.NOT_FOUND]: 'ENOENT',
+  [status.ALREADY_EXISTS]: 'EEXIST',
+  [status.PERMISSION_DENIED]: 'EACCES',
+  [status.UNAUTHENTICATED]: 'EACCES',
+  [status.RESOURCE_EXHAUSTED]: 'ENOSPC',
+  [status.INVALID_ARGUMENT]: 'EINVAL',
+  [status.FAILED_PRECONDITION]: 'EPERM',
+  [status.UNIMPLEMENTED]: 'ENOSYS',
+  [status.DEADLINE_EXCEEDED]: 'ETIMEDOUT',
+  [status.UNAVAILABLE]: 'EIO',
+};
+
+/** The errno for the kernel: the one the service named, else one by status. */
+export function errnoFor(err: unknown): string {
+  if (err instanceof FsalCallError) return err.errno ?? ERRNO_BY_STATUS[err.code] ?? 'EIO';
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? code : 'EIO';
+}
+
+export class FsalRemote {
+  private readonly client: Client;
+  private readonly timeoutMs: number;
+
+  constructor(
+    conn: FsalConnection,
+    readonly target: FsalTarget,
+  ) {
+    this.client = new FsalServiceClient(conn.address, credentials.createInsecure(), {
+      'grpc.max_receive_message_length': 64 * 1024 * 1024,
+      'grpc.max_send_message_length': 64 * 1024 * 1024,
+    });
+    this.timeoutMs = conn.timeoutMs ?? 10_000;
+    this.metadata = new Metadata();
+    if (conn.token) this.metadata.set('authorization', `Bearer ${conn.token}`);
+    if (target.tenant_id) this.metadata.set('x-tenant-id', target.tenant_id);
+  }
+
+  private readonly metadata: Metadata;
+
+  private call<Req, Res>(method: MethodDefinition<Req, Res>, request: Req): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        request,
+        this.metadata,
+        { deadline: Date.now() + this.timeoutMs },
+        (err: ServiceError | null, value?: Res) => {
+          if (err) {
+            const errno = err.metadata?.get('fsal-errno')[0];
+            reject(new FsalCallError(err.code, err.details, typeof errno === 'string' ? errno : undefined));
+          } else resolve(value as Res);
+        },
+      );
+    });
+  }
+
+  private ids(path: string): { execution_id: string; volume_id: string; path: string } {
+    return { execution_id: this.target.execution_id, volume_id: this.target.volume_id, path };
+  }
+
+  lookup(path: string): Promise<LookupResponse> {
+    return this.call(FsalServiceService.lookup, this.ids(path));
+  }
+
+  async getAttr(path: string): Promise<FileAttributes> {
+    const res: GetAttrResponse = await this.call(FsalServiceService.getAttr, this.ids(path));
+    if (!res.attributes) throw new FsalCallError(status.INTERNAL, 'GetAttr answered no attributes', 'EIO');
+    return res.attributes;
+  }
+
+  readDir(path: string, offset = 0, limit = 0): Promise<ReadDirResponse> {
+    return this.call(FsalServiceService.readDir, { ...this.ids(path), offset, limit });
+  }
+
+  read(path: string, offset: number, length: number): Promise<ReadResponse> {
+    return this.call(FsalServiceService.read, { ...this.ids(path), offset, length });
+  }
+
+  write(path: string, offset: number, data: Buffer): Promise<WriteResponse> {
+    return this.call(FsalServiceService.write, { ...this.ids(path), offset, data });
+  }
+
+  create(path: string, mode: number, exclusive: boolean): Promise<CreateResponse> {
+    return this.call(FsalServiceService.create, { ...this.ids(path), mode, exclusive });
+  }
+
+  async remove(path: string): Promise<void> {
+    await this.call(FsalServiceService.remove, this.ids(path));
+  }
+
+  async rename(path: string, newPath: string): Promise<void> {
+    await this.call(FsalServiceService.rename, { ...this.ids(path), new_path: newPath });
+  }
+
+  mkDir(path: string, mode: number): Promise<MkDirResponse> {
+    return this.call(FsalServiceService.mkDir, { ...this.ids(path), mode });
+  }
+
+  async rmDir(path: string): Promise<void> {
+    await this.call(FsalServiceService.rmDir, this.ids(path));
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,185 @@
+// FuseMountService end to end: a real kernel FUSE mount (libfuse through @cocalc/fuse-native, /dev/fuse) whose
+// operations are FsalService gRPC calls to a real runtime server with bearer auth. Ordinary shell tools (sh, echo,
+// cat, ls, mkdir, mv, rm, head) run in child processes against the mountpoint; their writes show through FsalService
+// and as StorageEvents; Unmount removes the mount. The daemon authenticates as a service account acting for the
+// mount's tenant.
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { credentials, status } from '@grpc/grpc-js';
+import { fuseAvailable } from '../../src/fuse/binding.ts';
+import { MountManager } from '../../src/fuse/mounts.ts';
+import { createFuseServer } from '../../src/fuse/server.ts';
+import { startGrpcServer, type RunningGrpcServer } from '../../src/gateway/grpc/start.ts';
+import { FsalServiceService as S } from '../../src/gen/orch/fsal/v1/fsal.js';
+import { FuseMountServiceClient, FuseMountServiceService as M } from '../../src/gen/orch/fuse/v1/fuse.js';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { call } from '../grpc/helpers.ts';
+import { fsalFixture, TENANT, SQUASH, type FsalFixture } from '../fsal/support.ts';
+
+let f: FsalFixture;
+let prefix: string;
+let mounts: MountManager;
+let daemon: RunningGrpcServer;
+let client: InstanceType<typeof FuseMountServiceClient>;
+
+/** Runs a shell command without blocking the event loop (the FUSE callbacks run on it). */
+function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('sh', ['-c', script], { timeout: 30_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function isMounted(p: string): Promise<boolean> {
+  const table = await readFile('/proc/self/mounts', 'utf8');
+  return table.split('\n').some((l) => l.split(' ')[1] === p);
+}
+
+test.before(async () => {
+  f = await fsalFixture();
+  prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-'));
+  const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon', tenant_id: 'orch-system' });
+  mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger() });
+  daemon = await startGrpcServer(createFuseServer(mounts, silentLogger()), '127.0.0.1', 0);
+  client = new FuseMountServiceClient(`127.0.0.1:${daemon.port}`, credentials.createInsecure());
+});
+
+test.after.always(async () => {
+  await mounts?.closeAll();
+  client?.close();
+  await daemon?.close();
+  await f?.close();
+  if (prefix) await rm(prefix, { recursive: true, force: true });
+});
+
+test('the FUSE binding is built on this machine (scripts/setup-fuse.sh, then npm install)', (t) => {
+  t.true(fuseAvailable());
+});
+
+test('mount a volume, use it with shell tools through the kernel, see it via FsalService and StorageEvents, unmount', async (t) => {
+  const exec = await f.execution();
+  const vol = await f.volume();
+  await f.grant(exec, vol, 'read-write', '/workspace');
+  const ids = { execution_id: exec, volume_id: vol };
+
+  const mounted = await call(client, M.mount, { ...ids, tenant_id: TENANT });
+  t.is(mounted.code, status.OK, mounted.details);
+  const mnt = mounted.messages[0]!.mount_path;
+  t.is(mnt, path.join(prefix, vol));
+  t.true(await isMounted(mnt));
+  const again = await call(client, M.mount, { ...ids, tenant_id: TENANT });
+  t.is(again.messages[0]?.mount_path, mnt, 'mounting again for the same execution answers the same path');
+
+  const w = await sh(`set -e; cd ${mnt}; echo "hello through fuse" > a.txt; mkdir -p src/deep; printf 'x%.0s' $(seq 1 300000) > src/deep/big.txt; echo more >> a.txt`);
+  t.is(w.code, 0, w.stderr);
+  const r = await sh(`set -e; cd ${mnt}; cat a.txt; ls; wc -c < src/deep/big.txt; stat -c '%u:%g' a.txt`);
+  t.is(r.code, 0, r.stderr);
+  t.is(r.stdout, `hello through fuse\nmore\na.txt\nsrc\n300000\n${SQUASH.uid}:${SQUASH.gid}\n`);
+
+  // The same bytes through FsalService and on the volume's disk.
+  const viaFsal = await f.rpc(S.read, { ...ids, path: 'a.txt', offset: 0, length: 1000 });
+  t.is(viaFsal.code, status.OK, viaFsal.details);
+  t.is(Buffer.from(viaFsal.messages[0]!.data).toString(), 'hello through fuse\nmore\n');
+  t.is((await f.volumes.quota(TENANT, vol)).used_bytes, 24 + 300000);
+
+  // A 3 MiB file written through the VolumeService reads back byte for byte through the mount (read-ahead blocks),
+  // and a change made through FsalService shows at the next open.
+  const random = randomBytes(3 * 1024 * 1024 + 123);
+  await f.volumes.writeFile(TENANT, vol, '/rand.bin', random);
+  const sum = await sh(`sha256sum < ${mnt}/rand.bin`);
+  t.is(sum.stdout.split(' ')[0], createHash('sha256').update(random).digest('hex'));
+  await f.rpc(S.write, { ...ids, path: 'rand.bin', offset: 1024 * 1024 + 5, data: Buffer.from('CHANGED') });
+  const slice = await sh(`dd if=${mnt}/rand.bin bs=1 skip=${1024 * 1024 + 5} count=7 2>/dev/null`);
+  t.is(slice.stdout, 'CHANGED');
+  t.is((await sh(`rm ${mnt}/rand.bin`)).code, 0);
+
+  const mv = await sh(`set -e; cd ${mnt}; mv a.txt b.txt; rm src/deep/big.txt; rmdir src/deep; ls -R`);
+  t.is(mv.code, 0, mv.stderr);
+  t.regex(mv.stdout, /b\.txt/);
+  t.notRegex(mv.stdout, /a\.txt|big\.txt|deep/);
+  const gone = await f.rpc(S.getAttr, { ...ids, path: 'a.txt' });
+  t.is(gone.code, status.NOT_FOUND);
+  t.is((await f.volumes.quota(TENANT, vol)).used_bytes, 24);
+
+  // Every kernel operation became FSAL calls, each with its StorageEvent.
+  const ev = await f.db.query<{ operation: string; n: string }>(
+    `SELECT operation, COUNT(*) AS n FROM storage_events WHERE volume_id = $1 AND execution_id = $2 AND status = 'OK' GROUP BY operation`,
+    [vol, exec],
+  );
+  const ops = Object.fromEntries(ev.rows.map((r) => [r.operation, Number(r.n)]));
+  for (const op of ['create', 'write', 'read', 'getattr', 'readdir', 'mkdir', 'rename', 'remove', 'rmdir']) t.true((ops[op] ?? 0) > 0, `a ${op} event`);
+  const written = await f.db.query<{ total: string }>(`SELECT SUM(bytes) AS total FROM storage_events WHERE volume_id = $1 AND operation = 'write' AND status = 'OK'`, [vol]);
+  t.is(Number(written.rows[0]!.total), 24 + 300000 + 7, 'the write events add up to the bytes written (the shell and the one FSAL write)');
+
+  const un = await call(client, M.unmount, ids);
+  t.is(un.code, status.OK, un.details);
+  t.false(await isMounted(mnt));
+  await t.throwsAsync(stat(mnt), { code: 'ENOENT' }, 'the mountpoint is removed');
+  const twice = await call(client, M.unmount, ids);
+  t.is(twice.code, status.NOT_FOUND);
+});
+
+test('through the mount: a read-only grant refuses writes, the quota answers ENOSPC, and nothing partial is left', async (t) => {
+  const exec = await f.execution();
+  const ro = await f.volume();
+  await f.volumes.writeFile(TENANT, ro, '/seed.txt', 'seed\n');
+  await f.grant(exec, ro, 'read-only');
+  const small = await f.volume({ limit: 1000 });
+  await f.grant(exec, small, 'read-write');
+
+  const m1 = await call(client, M.mount, { execution_id: exec, volume_id: ro, tenant_id: TENANT });
+  t.is(m1.code, status.OK, m1.details);
+  const roPath = m1.messages[0]!.mount_path;
+  const cat = await sh(`cat ${roPath}/seed.txt`);
+  t.is(cat.stdout, 'seed\n');
+  const w = await sh(`echo x > ${roPath}/new.txt`);
+  t.not(w.code, 0);
+  t.regex(w.stderr, /Read-only file system|Permission denied/);
+  const over = await sh(`echo y > ${roPath}/seed.txt`);
+  t.not(over.code, 0);
+  t.is(await f.volumes.readFile(TENANT, ro, '/seed.txt').then(String), 'seed\n');
+
+  const m2 = await call(client, M.mount, { execution_id: exec, volume_id: small, tenant_id: TENANT });
+  t.is(m2.code, status.OK, m2.details);
+  const smallPath = m2.messages[0]!.mount_path;
+  const big = await sh(`head -c 4000 /dev/zero > ${smallPath}/big.bin`);
+  t.not(big.code, 0);
+  t.regex(big.stderr, /No space left on device/);
+  t.is((await f.volumes.quota(TENANT, small)).used_bytes, 0, 'the refused write left nothing behind');
+  const left = await f.rpc(S.getAttr, { execution_id: exec, volume_id: small, path: 'big.bin' });
+  t.is(left.messages[0]?.attributes?.size, 0, 'the file was created empty and stayed empty');
+  const fits = await sh(`head -c 500 /dev/zero > ${smallPath}/fits.bin && wc -c < ${smallPath}/fits.bin`);
+  t.is(fits.code, 0, fits.stderr);
+
+  t.is((await call(client, M.unmount, { execution_id: exec, volume_id: ro })).code, status.OK);
+  t.is((await call(client, M.unmount, { execution_id: exec, volume_id: small })).code, status.OK);
+});
+
+test("Mount refuses another execution's volume (PERMISSION_DENIED), a second execution (ALREADY_EXISTS) and bad ids", async (t) => {
+  const owner = await f.execution();
+  const vol = await f.volume();
+  await f.grant(owner, vol);
+  const other = await f.execution();
+  const denied = await call(client, M.mount, { execution_id: other, volume_id: vol, tenant_id: TENANT });
+  t.is(denied.code, status.PERMISSION_DENIED, denied.details);
+  t.false(await isMounted(path.join(prefix, vol)));
+  const wrongTenant = await call(client, M.mount, { execution_id: owner, volume_id: vol, tenant_id: 'globex' });
+  t.is(wrongTenant.code, status.NOT_FOUND, wrongTenant.details);
+
+  t.is((await call(client, M.mount, { execution_id: owner, volume_id: vol, tenant_id: TENANT })).code, status.OK);
+  await f.grant(other, vol);
+  const second = await call(client, M.mount, { execution_id: other, volume_id: vol, tenant_id: TENANT });
+  t.is(second.code, status.ALREADY_EXISTS);
+  const wrongUnmount = await call(client, M.unmount, { execution_id: other, volume_id: vol });
+  t.is(wrongUnmount.code, status.PERMISSION_DENIED);
+  t.is((await call(client, M.unmount, { execution_id: owner, volume_id: vol })).code, status.OK);
+
+  const bad = await call(client, M.mount, { execution_id: 'x', volume_id: vol, tenant_id: TENANT });
+  t.is(bad.code, status.INVALID_ARGUMENT);
+});
