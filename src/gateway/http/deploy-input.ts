@@ -1,0 +1,43 @@
+// Request parsing shared by the manifest deploy routes (agents, workflows) and other routes with boolean flags:
+// YAML body types, boolean query/body flags, a scope from a fixed list, and the two deploy body forms.
+import { Errors, OrchError } from '../../errors/catalog.ts';
+
+/** Content types whose body is the manifest's YAML text itself. */
+export const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
+
+export interface DeployQuery {
+  force?: string;
+  scope?: string;
+}
+
+/** A boolean from JSON or a query string (`true`, `1`, empty = true; `false`, `0` = false); absent = false. */
+export function flag(v: unknown, name: string): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v === 'boolean') return v;
+  if (v === 'true' || v === '1' || v === '') return true;
+  if (v === 'false' || v === '0') return false;
+  throw new OrchError(Errors.BAD_REQUEST, `${name} must be a boolean`);
+}
+
+/** A scope named by the caller, one of `scopes`; absent = undefined. */
+export function scopeOf<S extends string>(v: unknown, scopes: readonly S[]): S | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string' && (scopes as readonly string[]).includes(v)) return v as S;
+  throw new OrchError(Errors.BAD_REQUEST, `scope must be one of ${scopes.join(', ')}`);
+}
+
+/**
+ * The manifest text and options from either body form: the YAML itself (options in the query) or JSON
+ * `{manifest_yaml, force?, scope?}` (options in the body, else the query). `shape` is the sentence a wrong body gets.
+ */
+export function deployInput<S extends string>(body: unknown, query: DeployQuery, scopes: readonly S[], shape: string): { yaml: string; force: boolean; scope?: S } {
+  if (typeof body === 'string') {
+    const scope = scopeOf(query.scope, scopes);
+    return { yaml: body, force: flag(query.force, 'force'), ...(scope ? { scope } : {}) };
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, shape);
+  const b = body as { manifest_yaml?: unknown; force?: unknown; scope?: unknown };
+  if (typeof b.manifest_yaml !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'manifest_yaml is required and must be a string');
+  const scope = scopeOf(b.scope ?? query.scope, scopes);
+  return { yaml: b.manifest_yaml, force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
+}

@@ -1,0 +1,117 @@
+// Workflow runs over HTTP (seed 000 and CONTRACT.md): run, list, detail, signal, cancel, remove, paged logs and the
+// live event stream as Server-Sent Events. All of it is WorkflowExecutionService; this file only translates.
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { BusEvent } from '../../bus/bus.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import { WorkflowExecutionService } from '../../workflow/service.ts';
+import { principalOf } from './auth-hook.ts';
+
+interface RunBody {
+  input?: unknown;
+  intent?: unknown;
+  blackboard?: unknown;
+  version?: unknown;
+}
+
+function intParam(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
+  return n;
+}
+
+async function streamSse(service: WorkflowExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId?: string): Promise<void> {
+  const from = lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) + 1 : 1;
+  // Validate (404/400) before the 200 goes out.
+  const current = await service.get(tenant, id);
+  let ended = false;
+  const raw = reply.raw;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const write = (e: BusEvent): void => {
+    if (ended) return;
+    raw.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ [e.type]: e.payload })}\n\n`);
+    if (WorkflowExecutionService.isTerminalEvent(e)) {
+      ended = true;
+      finish();
+    }
+  };
+  reply.hijack();
+  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  raw.write(': stream of workflow events\n\n');
+  const sub = await service.follow(tenant, id, write, from);
+  void current;
+  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
+  raw.on('close', () => finish());
+  await done;
+  clearInterval(keepAlive);
+  await sub.close();
+  raw.end();
+}
+
+export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: WorkflowExecutionService): void {
+  app.post<{ Params: { name: string }; Body: RunBody }>('/v1/workflows/:name/run', async (request, reply) => {
+    const p = principalOf(request);
+    const b = request.body ?? {};
+    if (b.version !== undefined && typeof b.version !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'version must be a string');
+    const out = await runs.run({
+      tenant: p.tenantId,
+      workflow: request.params.name,
+      input: b.input,
+      intent: b.intent,
+      blackboard: b.blackboard,
+      version: b.version as string | undefined,
+      userId: p.subject,
+    });
+    return reply.status(201).send(out);
+  });
+
+  app.get<{ Querystring: { workflow_id?: string; status?: string; limit?: string; offset?: string } }>('/v1/workflows/executions', async (request) => {
+    const q = request.query;
+    const limit = intParam(q.limit, 'limit');
+    const offset = intParam(q.offset, 'offset');
+    const executions = await runs.list(principalOf(request).tenantId, {
+      ...(q.workflow_id !== undefined ? { workflow: q.workflow_id } : {}),
+      ...(q.status !== undefined ? { status: q.status } : {}),
+      ...(limit !== undefined ? { limit } : {}),
+      ...(offset !== undefined ? { offset } : {}),
+    });
+    return { executions, count: executions.length };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/workflows/executions/:id', async (request) => runs.get(principalOf(request).tenantId, request.params.id));
+
+  app.post<{ Params: { id: string }; Body: { response?: unknown } }>('/v1/workflows/executions/:id/signal', async (request) => {
+    const p = principalOf(request);
+    const response = request.body?.response;
+    if (typeof response !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'response is required and must be a string');
+    const out = await runs.signal(p.tenantId, request.params.id, response, p.subject);
+    if (!out.signalled) throw new OrchError(Errors.CONFLICT, out.error ?? 'execution is not waiting for human input');
+    return { signalled: true, execution_id: request.params.id };
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/workflows/executions/:id/cancel', async (request) => {
+    const out = await runs.cancel(principalOf(request).tenantId, request.params.id);
+    return { ...out, execution_id: request.params.id };
+  });
+
+  app.delete<{ Params: { id: string } }>('/v1/workflows/executions/:id', async (request) => {
+    await runs.remove(principalOf(request).tenantId, request.params.id);
+    return { removed: true, execution_id: request.params.id };
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { limit?: string; offset?: string } }>('/v1/workflows/executions/:id/logs', async (request) => {
+    const out = await runs.logs(
+      principalOf(request).tenantId,
+      request.params.id,
+      intParam(request.query.limit, 'limit') ?? 50,
+      intParam(request.query.offset, 'offset') ?? 0,
+    );
+    return { execution_id: out.execution_id, events: out.events, count: out.count, limit: out.limit, offset: out.offset, total: out.total };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/workflows/executions/:id/stream', async (request, reply) => {
+    const last = request.headers['last-event-id'];
+    await streamSse(runs, principalOf(request).tenantId, request.params.id, reply, Array.isArray(last) ? last[0] : last);
+  });
+}

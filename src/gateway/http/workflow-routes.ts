@@ -1,0 +1,113 @@
+// The workflow registry over HTTP (CONTRACT.md): deploy, list, get, delete, versions, promote and demote. Deploy
+// bodies: JSON `{manifest_yaml, force?, scope?}`, or the raw YAML itself with Content-Type application/yaml or
+// text/yaml (then `?force=true&scope=...`). A bad manifest is 422 `{"error": "invalid workflow manifest",
+// "errors": [{field, message}]}` and writes nothing. `{name}` is a workflow name or a workflow_id.
+// Runs and executions (/v1/workflows/{name}/run, /v1/workflows/executions/*) are registered by
+// workflow-execution-routes.ts; the static `executions` segment wins over `{name}` in the router.
+// All of it is WorkflowDefinitionService; this file only translates. The routes live in their own encapsulated
+// scope so the YAML body parser applies to them only.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import {
+  WORKFLOW_SCOPES,
+  WorkflowManifestInvalid,
+  type ListFilter,
+  type Viewer,
+  type WorkflowDefinitionService,
+  type WorkflowScope,
+} from '../../workflow/registry/service.ts';
+import { principalOf } from './auth-hook.ts';
+import { deployInput, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
+
+interface ScopeBody {
+  target_scope?: unknown;
+  user_id?: unknown;
+  version?: unknown;
+}
+
+function optionalString(v: unknown, name: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v === '') throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-empty string`);
+  return v;
+}
+
+/** The manifest text and options of a deploy (deploy-input.ts), scoped to the workflow scopes. */
+function workflowDeployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: WorkflowScope } {
+  return deployInput(body, query, WORKFLOW_SCOPES, 'body must be {"manifest_yaml": "...", "force"?: bool, "scope"?: "user"|"tenant"|"global"} or the YAML itself (Content-Type: application/yaml)');
+}
+
+function scopeChange(body: unknown): { target_scope?: string; user_id?: string; version?: string } {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, 'body must be {"target_scope"?, "user_id"?, "version"?}');
+  const b = body as ScopeBody;
+  const target = optionalString(b.target_scope, 'target_scope');
+  const user = optionalString(b.user_id, 'user_id');
+  const version = optionalString(b.version, 'version');
+  return { ...(target ? { target_scope: target } : {}), ...(user ? { user_id: user } : {}), ...(version ? { version } : {}) };
+}
+
+function viewerOf(request: FastifyRequest): { tenant: string; viewer: Viewer } {
+  const p = principalOf(request);
+  return { tenant: p.tenantId, viewer: { subject: p.subject, roles: p.roles } };
+}
+
+/** Runs `fn`, answering a manifest error as 422 with `errors` (the shared handler would put them in `details`). */
+async function manifestErrors<T>(reply: FastifyReply, fn: () => Promise<T>): Promise<T | FastifyReply> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof WorkflowManifestInvalid) return reply.status(422).send({ error: err.message, errors: err.errors });
+    throw err;
+  }
+}
+
+export async function registerWorkflowRoutes(app: FastifyInstance, workflows: WorkflowDefinitionService): Promise<void> {
+  await app.register(async (scope) => {
+    scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+    scope.post<{ Querystring: DeployQuery }>('/v1/workflows', async (request, reply) => {
+      const { tenant, viewer } = viewerOf(request);
+      const input = workflowDeployInput(request.body, request.query);
+      return manifestErrors(reply, async () => {
+        const res = await workflows.deploy({ tenant, ...viewer, ...input });
+        return reply.status(201).send({ workflow_id: res.workflow_id, name: res.name, version: res.version, scope: res.scope, replaced: res.replaced });
+      });
+    });
+
+    scope.get<{ Querystring: { scope?: string } }>('/v1/workflows', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      const filter = request.query.scope ?? 'visible';
+      if (filter !== 'visible' && !(WORKFLOW_SCOPES as readonly string[]).includes(filter)) {
+        throw new OrchError(Errors.BAD_REQUEST, `scope must be one of visible, ${WORKFLOW_SCOPES.join(', ')}`);
+      }
+      return { workflows: await workflows.list(tenant, viewer, filter as ListFilter) };
+    });
+
+    scope.get<{ Params: { name: string }; Querystring: { version?: string } }>('/v1/workflows/:name', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return workflows.get(tenant, request.params.name, viewer, request.query.version);
+    });
+
+    scope.delete<{ Params: { name: string }; Querystring: { version?: string } }>('/v1/workflows/:name', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return workflows.remove(tenant, request.params.name, viewer, request.query.version);
+    });
+
+    scope.get<{ Params: { name: string } }>('/v1/workflows/:name/versions', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      return workflows.versions(tenant, request.params.name, viewer);
+    });
+
+    scope.post<{ Params: { name: string } }>('/v1/workflows/:name/promote', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      const res = await workflows.promote(tenant, request.params.name, viewer, scopeChange(request.body));
+      return { ...res, promoted: true };
+    });
+
+    scope.post<{ Params: { name: string } }>('/v1/workflows/:name/demote', async (request) => {
+      const { tenant, viewer } = viewerOf(request);
+      const res = await workflows.demote(tenant, request.params.name, viewer, scopeChange(request.body));
+      return { ...res, demoted: true };
+    });
+  });
+}

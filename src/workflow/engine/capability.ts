@@ -1,0 +1,102 @@
+// Wires the workflow engine into a node: the group-commit StepWriter, the WorkflowActor and ApprovalActor kinds, the
+// WorkflowExecutionService (HTTP, tools, CLI, child runs) and the ApprovalService. The node decides when; this
+// decides how. Runners of the state kinds are given by the node (they need the agents capability, the container
+// runtime, ...); System is always there, Subworkflow is bound here because it needs the service itself.
+import type { ActorKind, ActorMessage } from '../../actors/kind.ts';
+import type { ActorRuntime } from '../../actors/runtime.ts';
+import type { EventBus } from '../../bus/bus.ts';
+import type { Logger } from '../../logging/logger.ts';
+import type { Db } from '../../storage/db.ts';
+import type { StateKind } from '../manifest/types.ts';
+import { approvalKind, APPROVAL_KIND, type ApprovalMessage } from '../approvals/actor.ts';
+import { ApprovalService } from '../approvals/service.ts';
+import { WorkflowExecutionService, type WorkflowSource } from '../service.ts';
+import { systemRunner } from '../states/system.ts';
+import { subworkflowRunner } from '../states/subworkflow.ts';
+import { workflowKind, type WorkflowMessage } from './actor.ts';
+import type { StateRunner } from './runner-types.ts';
+import type { EngineDeps } from './run.ts';
+import { TerminalCache, Wakers } from './wakers.ts';
+import { StepWriter, type WriterOptions } from './writer.ts';
+import { recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
+import { recoverableApprovalIds } from '../approvals/repo.ts';
+
+/** How long a workflow row's claim lasts without renewal (renewed every third of it). */
+export const WORKFLOW_LEASE_MS = 30_000;
+
+export interface WorkflowCapability {
+  runs: WorkflowExecutionService;
+  approvals: ApprovalService;
+  /** For recoverAll at start-up: workflow runs first, then approval timers. */
+  kinds: ActorKind<ActorMessage>[];
+  writer: StepWriter;
+  wakers: Wakers;
+  /**
+   * Starts the periodic sweep that takes over runs (and approval timers) whose owner's claim expired — another
+   * controller died — without waiting for a restart. Answers the function that stops it.
+   */
+  startSweeper(intervalMs?: number): () => void;
+}
+
+export function startWorkflowCapability(o: {
+  db: Db;
+  bus: EventBus;
+  actors: ActorRuntime;
+  nodeId: string;
+  workflows: WorkflowSource;
+  logger: Logger;
+  /** Runners for Agent, ParallelAgents, ContainerRun, ParallelContainerRun (System and Subworkflow are added here). */
+  runners?: Partial<Record<StateKind, StateRunner<never>>>;
+  leaseMs?: number;
+  pollMs?: number;
+  writer?: WriterOptions;
+  /** spec.storage volumes (storage.ts WorkflowStorage over the node's VolumeService); absent: none are made. */
+  storage?: EngineDeps['storage'];
+}): WorkflowCapability {
+  const log = o.logger.child({ component: 'workflows' });
+  const leaseMs = o.leaseMs ?? WORKFLOW_LEASE_MS;
+  const wakers = new Wakers();
+  const writer = new StepWriter(o.db, o.bus, log, o.writer);
+  const fresh = new Map<string, WorkflowExecutionRow>();
+  const terminals = new TerminalCache(wakers);
+  const runs = new WorkflowExecutionService({ db: o.db, bus: o.bus, actors: o.actors, workflows: o.workflows, wakers, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals });
+  const runners: Partial<Record<StateKind, StateRunner<never>>> = {
+    ...(o.runners ?? {}),
+    System: systemRunner() as StateRunner<never>,
+    Subworkflow: subworkflowRunner({ children: runs.children() }) as StateRunner<never>,
+  };
+  const wk = workflowKind({
+    db: o.db,
+    bus: o.bus,
+    writer,
+    wakers,
+    logger: log,
+    runners,
+    nodeId: o.nodeId,
+    leaseMs,
+    fresh,
+    terminals,
+    ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
+    ...(o.storage ? { storage: o.storage } : {}),
+    onApprovalCreated: (id) => o.actors.spawn(APPROVAL_KIND, id),
+  });
+  const ak = approvalKind({ db: o.db, nodeId: o.nodeId, logger: log, onResolved: (wf) => wakers.wake(wf) });
+  o.actors.register<WorkflowMessage>(wk);
+  o.actors.register<ApprovalMessage>(ak);
+  const sweep = async (): Promise<void> => {
+    for (const id of await recoverableWorkflowIds(o.db, o.nodeId)) if (!o.actors.isLive(wk.name, id)) o.actors.spawn(wk.name, id);
+    for (const id of await recoverableApprovalIds(o.db, o.nodeId)) if (!o.actors.isLive(ak.name, id)) o.actors.spawn(ak.name, id);
+  };
+  return {
+    startSweeper: (intervalMs = leaseMs / 3) => {
+      const timer = setInterval(() => void sweep().catch((err: unknown) => log.warn({ err }, 'workflow sweep failed')), intervalMs);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+    runs,
+    approvals: new ApprovalService(o.db, wakers),
+    kinds: [wk as unknown as ActorKind<ActorMessage>, ak as unknown as ActorKind<ActorMessage>],
+    writer,
+    wakers,
+  };
+}

@@ -1,0 +1,437 @@
+// One workflow run driven by its WorkflowActor: run the current state's visit, write the outcome, the transition
+// and the next state's entry in one committed step, then go on. The row (through the StepWriter) is the truth: a
+// run resumed on another incarnation starts from `current_state` with the same visit (and so the same visitKey),
+// and since each step's events carry unique keys and are written with the row, no state is recorded twice.
+import type { Logger } from '../../logging/logger.ts';
+import type { Db, Queryable } from '../../storage/db.ts';
+import type { RowFence } from '../../storage/row-lease.ts';
+import type { HumanState, StateKind, WorkflowState } from '../manifest/types.ts';
+import { buildScope, type TemplateScope } from '../template/scope.ts';
+import { renderTemplate } from '../template/render.ts';
+import { selectTransition } from '../conditions.ts';
+import { renderFinalOutput } from '../output.ts';
+import { getApproval, insertApproval, type ApprovalRow } from '../approvals/repo.ts';
+import { CancelledByUser } from '../../agents/execution/errors.ts';
+import type { NewWorkflowEvent } from './events.ts';
+import { idFromVisit, visitKeyOf } from './ids.ts';
+import type { WorkflowExecutionRow } from './repo.ts';
+import type { StateResult, StateRunContext, StateRunner } from './runner-types.ts';
+import type { TerminalCache, Wakers } from './wakers.ts';
+import type { RunSnapshot, StepWriter } from './writer.ts';
+import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
+import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
+
+const DEFAULT_STATE_TIMEOUT_S = 300;
+
+export interface EngineDeps {
+  db: Db;
+  writer: StepWriter;
+  wakers: Wakers;
+  logger: Logger;
+  /** Runners of every kind but Human (which the engine handles itself); a missing kind fails its state. */
+  runners: Partial<Record<StateKind, StateRunner<never>>>;
+  /** A Human state with a timeout wrote its approval: start its ApprovalActor (idempotent). */
+  onApprovalCreated: (approvalId: string) => void;
+  /** How often a waiting run re-reads its approval, for resolutions made on other nodes (the same node wakes it at
+   * once). Default 5000 ms. */
+  pollMs?: number;
+  /** Where finished runs leave their terminal snapshot for in-process waiters (wakes `terminal:<id>`). */
+  terminals?: TerminalCache;
+  /** Volume ids of spec.storage, when the storage capability resolved them. */
+  storageOf?: (row: WorkflowExecutionRow) => { workspace?: string; shared: Record<string, string> };
+  /** Makes (or finds, on a resumed run) the spec.storage volumes before the first state runs (storage.ts). */
+  storage?: { provision(run: WorkflowExecutionRow): Promise<WorkflowStorageIds> };
+}
+
+class StateTimedOut extends Error {
+  constructor(state: string, seconds: number) {
+    super(`state "${state}" timed out after ${seconds} s`);
+    this.name = 'StateTimedOut';
+  }
+}
+
+function failedResult(kind: StateKind, message: string, output?: unknown): StateResult {
+  return { output: output ?? { status: 'failed', error: message }, outcome: { kind, status: 'failed' }, error: message };
+}
+
+function abortPromise(signal: AbortSignal): { promise: Promise<never>; dispose: () => void } {
+  let onAbort: () => void = () => undefined;
+  const promise = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  promise.catch(() => undefined);
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
+
+export class WorkflowRun {
+  private readonly snap: RunSnapshot;
+  private lastSeq: number;
+  private readonly log: Logger;
+  private signal: AbortSignal = new AbortController().signal;
+  /** spec.storage volume ids, once provisioned by this incarnation. */
+  private storageIds: WorkflowStorageIds | undefined;
+
+  constructor(
+    private readonly deps: EngineDeps,
+    private readonly fence: RowFence,
+    private readonly row: WorkflowExecutionRow,
+  ) {
+    this.snap = {
+      status: row.status,
+      current_state: row.current_state,
+      blackboard: row.blackboard ?? {},
+      context: row.context ?? {},
+      visits: row.visits ?? {},
+      total_transitions: row.total_transitions,
+      feedback: row.feedback,
+      human_feedback: row.human_feedback,
+      final_output: row.final_output,
+      error: row.error,
+    };
+    this.lastSeq = row.last_seq;
+    this.log = deps.logger.child({ workflow_execution: row.id, workflow: row.workflow_name });
+  }
+
+  /** Runs until the row is terminal. Throws the abort reason when stopped for a hand-over (shutdown, lost lease). */
+  run(signal: AbortSignal): Promise<void> {
+    return inWorkflowRunSpan(this.row, () => this.runStates(signal));
+  }
+
+  private async runStates(signal: AbortSignal): Promise<void> {
+    this.signal = signal;
+    const states = this.row.manifest.spec.states;
+    if (this.deps.storage && this.row.manifest.spec.storage && (this.snap.status === 'running' || this.snap.status === 'waiting_for_human_input')) {
+      try {
+        this.storageIds = await this.deps.storage.provision(this.row);
+      } catch (err) {
+        if (!(err instanceof StorageProvisionError)) throw err;
+        await this.finish('failed', [], `spec.storage: ${err.message}`);
+        return;
+      }
+    }
+    while (this.snap.status === 'running' || this.snap.status === 'waiting_for_human_input') {
+      if (signal.aborted) {
+        await this.stopped();
+        return;
+      }
+      const name = this.snap.current_state ?? this.row.manifest.spec.initial_state;
+      const state = states[name];
+      if (!state) {
+        await this.finish('failed', [], `state "${name}" does not exist in the manifest`);
+        return;
+      }
+      const visit = this.snap.visits[name] ?? 1;
+      let result: StateResult;
+      let human: { feedback: string | null; approval: ApprovalRow } | undefined;
+      try {
+        if (state.kind === 'Human') {
+          const h = await inWorkflowStateSpan(this.row, name, state.kind, visit, async () => {
+            const r = await this.human(state, name, visit);
+            return { ...r, error: r.result.error };
+          });
+          result = h.result;
+          human = h.human;
+        } else {
+          result = await inWorkflowStateSpan(this.row, name, state.kind, visit, () => this.runState(state, name, visit));
+        }
+      } catch (err) {
+        if (signal.aborted) {
+          await this.stopped();
+          return;
+        }
+        throw err;
+      }
+      if (signal.aborted) {
+        await this.stopped();
+        return;
+      }
+      await this.advance(name, visit, state, result, human);
+    }
+  }
+
+  /** The abort came from a cancel (record it) or a hand-over (write nothing; the next owner resumes). */
+  private async stopped(): Promise<void> {
+    if (this.signal.reason instanceof CancelledByUser) {
+      await this.finish('cancelled', [], 'cancelled');
+      return;
+    }
+    throw this.signal.reason;
+  }
+
+  private scope(): TemplateScope {
+    return buildScope({
+      executionId: this.row.id,
+      ...(this.row.intent !== null ? { intent: this.row.intent } : {}),
+      input: this.row.input,
+      context: this.snap.context,
+      storage: this.storage(),
+      blackboard: this.snap.blackboard,
+      ...(this.snap.feedback !== null ? { feedback: this.snap.feedback } : {}),
+      ...(this.snap.human_feedback !== null ? { humanFeedback: this.snap.human_feedback } : {}),
+    });
+  }
+
+  private storage(): { workspace?: string; shared: Record<string, string> } {
+    return this.storageIds ?? this.deps.storageOf?.(this.row) ?? { shared: {} };
+  }
+
+  private async runState(state: WorkflowState, name: string, visit: number): Promise<StateResult> {
+    const runner = this.deps.runners[state.kind] as StateRunner | undefined;
+    if (!runner) return failedResult(state.kind, `state kind ${state.kind} is not available on this node`);
+    const seconds = state.timeout_seconds ?? DEFAULT_STATE_TIMEOUT_S;
+    // One controller per visit, aborted by the state timeout or by the run's own abort (cancel, hand-over).
+    const visitAbort = new AbortController();
+    let timedOut: StateTimedOut | undefined;
+    const timer = setTimeout(() => visitAbort.abort((timedOut = new StateTimedOut(name, seconds))), seconds * 1000);
+    const onRunAbort = (): void => visitAbort.abort(this.signal.reason);
+    if (this.signal.aborted) onRunAbort();
+    else this.signal.addEventListener('abort', onRunAbort, { once: true });
+    const signal = visitAbort.signal;
+    const scope = this.scope();
+    const ctx: StateRunContext = {
+      workflowExecutionId: this.row.id,
+      tenantId: this.row.tenant_id,
+      stateName: name,
+      visit,
+      visitKey: visitKeyOf(this.row.id, name, visit),
+      render: (template) => renderTemplate(template, scope),
+      signal,
+      storage: this.storage(),
+      depth: this.row.depth,
+      // The names above a child of this state: this run's ancestry plus its own name (cycle detection).
+      ancestry: [...(this.row.ancestry ?? []), this.row.workflow_name],
+      logger: this.log,
+      ...(this.row.intent !== null ? { intent: this.row.intent } : {}),
+    };
+    // A child logger per visit only when a runner logs (most update_blackboard steps never do).
+    let stateLog: Logger | undefined;
+    Object.defineProperty(ctx, 'logger', { get: () => (stateLog ??= this.log.child({ state: name, visit })), enumerable: true });
+    const aborted = abortPromise(signal);
+    try {
+      const result = await Promise.race([runner(state, ctx), aborted.promise]);
+      if (this.signal.aborted) throw this.signal.reason;
+      if (timedOut) return failedResult(state.kind, timedOut.message, result.output);
+      return result;
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      if (timedOut) return failedResult(state.kind, timedOut.message);
+      const message = `state "${name}" failed: ${(err as Error)?.message ?? String(err)}`;
+      this.log.warn({ err, state: name }, 'state runner failed');
+      return failedResult(state.kind, message);
+    } finally {
+      clearTimeout(timer);
+      this.signal.removeEventListener('abort', onRunAbort);
+      aborted.dispose();
+    }
+  }
+
+  /** Suspends on a Human state: write the approval (once per visit) and the waiting status, then wait for it. */
+  private async human(state: HumanState, name: string, visit: number): Promise<{ result: StateResult; human?: { feedback: string | null; approval: ApprovalRow } }> {
+    const approvalId = idFromVisit(visitKeyOf(this.row.id, name, visit), 'approval');
+    if (this.snap.status !== 'waiting_for_human_input') {
+      const prompt = renderTemplate(state.prompt, this.scope());
+      this.snap.status = 'waiting_for_human_input';
+      await this.commit(
+        [
+          {
+            type: 'WorkflowWaitingForHumanInput',
+            key: `waiting:${name}:${visit}`,
+            state_name: name,
+            iteration_number: visit,
+            payload: { approval_id: approvalId, prompt, timeout_seconds: state.timeout_seconds ?? null },
+          },
+        ],
+        false,
+        (tx: Queryable) =>
+          insertApproval(tx, {
+            id: approvalId,
+            tenantId: this.row.tenant_id,
+            workflowExecutionId: this.row.id,
+            stateName: name,
+            visit,
+            prompt,
+            timeoutSeconds: state.timeout_seconds,
+            defaultResponse: state.default_response,
+          }),
+      );
+    }
+    if (state.timeout_seconds !== undefined) this.deps.onApprovalCreated(approvalId);
+    for (;;) {
+      if (this.signal.aborted) throw this.signal.reason;
+      const a = await getApproval(this.deps.db, approvalId);
+      if (!a) throw new Error(`approval ${approvalId} of state "${name}" is missing`);
+      if (a.status !== 'pending') return this.humanResult(state, name, a);
+      await this.deps.wakers.wait(this.row.id, this.deps.pollMs ?? 5000, this.signal);
+    }
+  }
+
+  private humanResult(state: HumanState, name: string, a: ApprovalRow): { result: StateResult; human?: { feedback: string | null; approval: ApprovalRow } } {
+    let response: string;
+    let feedback: string | null;
+    switch (a.status) {
+      case 'approved':
+        response = 'approved';
+        feedback = a.feedback;
+        break;
+      case 'rejected':
+        response = 'rejected';
+        feedback = a.feedback;
+        break;
+      case 'responded':
+        response = a.response ?? '';
+        feedback = a.response;
+        break;
+      default: // expired
+        if (a.response === null) {
+          return {
+            result: failedResult('Human', `state "${name}" timed out after ${state.timeout_seconds ?? 0} s waiting for human input (no default_response)`),
+            human: { feedback: null, approval: a },
+          };
+        }
+        response = a.response;
+        feedback = a.response;
+    }
+    return {
+      result: { output: { status: 'success', response, ...(feedback !== null ? { feedback } : {}) }, outcome: { kind: 'Human', status: 'success', response } },
+      human: { feedback: feedback ?? response, approval: a },
+    };
+  }
+
+  private async advance(
+    name: string,
+    visit: number,
+    state: WorkflowState,
+    result: StateResult,
+    human: { feedback: string | null; approval: ApprovalRow } | undefined,
+  ): Promise<void> {
+    const s = this.snap;
+    // Keys a state writes explicitly (update_blackboard, result_key) win over its own output record of the same name.
+    s.blackboard = { ...s.blackboard, [name]: result.output, ...(result.blackboardPatch ?? {}) };
+    if (result.contextPatch) s.context = { ...s.context, ...result.contextPatch };
+    if (human?.feedback != null) s.human_feedback = human.feedback;
+    s.status = 'running';
+    const now = new Date().toISOString();
+    const events: NewWorkflowEvent[] = [];
+    if (human) {
+      events.push({
+        type: 'WorkflowHumanInputReceived',
+        key: `human:${name}:${visit}`,
+        state_name: name,
+        iteration_number: visit,
+        payload: { approval_id: human.approval.id, status: human.approval.status, response: result.outcome.response ?? null, received_at: now },
+      });
+    }
+    events.push({
+      type: 'WorkflowStateCompleted',
+      key: `completed:${name}:${visit}`,
+      state_name: name,
+      iteration_number: visit,
+      payload: { status: result.outcome.status, completed_at: now, ...(result.error ? { error: result.error } : {}) },
+    });
+    if (state.transitions.length === 0) {
+      await this.complete(events);
+      return;
+    }
+    const scope = this.scope();
+    const spec = this.row.manifest.spec;
+    let t;
+    try {
+      t = selectTransition(state.transitions, result.outcome, scope);
+    } catch (err) {
+      await this.finish('failed', events, `evaluating the transitions of state "${name}" failed: ${(err as Error).message}`);
+      return;
+    }
+    if (!t) {
+      const why = result.error ? `: ${result.error}` : '';
+      await this.finish('failed', events, `no transition of state "${name}" matched (status ${result.outcome.status})${why}`);
+      return;
+    }
+    const total = s.total_transitions + 1;
+    if (total > spec.max_total_transitions) {
+      await this.finish('failed', events, `max_total_transitions (${spec.max_total_transitions}) exceeded at the transition from "${name}" to "${t.target}"`);
+      return;
+    }
+    const target = spec.states[t.target];
+    if (!target) {
+      await this.finish('failed', events, `transition target "${t.target}" of state "${name}" does not exist`);
+      return;
+    }
+    const nextVisit = (s.visits[t.target] ?? 0) + 1;
+    if (nextVisit > target.max_state_visits) {
+      await this.finish('failed', events, `state "${t.target}" would be entered more than its max_state_visits (${target.max_state_visits}) times`);
+      return;
+    }
+    s.feedback = t.feedback !== undefined ? renderTemplate(t.feedback, scope) : null;
+    s.visits = { ...s.visits, [t.target]: nextVisit };
+    s.total_transitions = total;
+    s.current_state = t.target;
+    // The transition is recorded on the completed event (one row less per step than a separate transition event).
+    const completed = events[events.length - 1]!;
+    completed.payload = { ...completed.payload, transition: { to: t.target, condition: t.condition, number: total } };
+    events.push({
+      type: 'WorkflowStateEntered',
+      key: `entered:${t.target}:${nextVisit}`,
+      state_name: t.target,
+      iteration_number: nextVisit,
+      payload: { entered_at: now, from: name },
+    });
+    await this.commit(events, true);
+  }
+
+  private async complete(events: NewWorkflowEvent[]): Promise<void> {
+    const metadata = this.row.manifest.metadata;
+    if (metadata.output_template && Object.keys(metadata.output_template).length > 0) {
+      const out = renderFinalOutput(this.row.manifest, this.scope());
+      if (!out.ok) {
+        await this.finish('failed', events, out.error);
+        return;
+      }
+      this.snap.final_output = out.value;
+    }
+    await this.finish('completed', events, null);
+  }
+
+  private async finish(status: 'completed' | 'failed' | 'cancelled', events: NewWorkflowEvent[], error: string | null): Promise<void> {
+    this.snap.status = status;
+    this.snap.error = error;
+    const at = new Date().toISOString();
+    const type = status === 'completed' ? 'WorkflowExecutionCompleted' : status === 'failed' ? 'WorkflowExecutionFailed' : 'WorkflowExecutionCancelled';
+    events.push({
+      type,
+      key: 'terminal',
+      state_name: this.snap.current_state ?? undefined,
+      payload: { status, [`${status}_at`]: at, ...(error ? { reason: error } : {}), ...(status === 'completed' ? { final_output: this.snap.final_output ?? null } : {}) },
+    });
+    if (status === 'failed') this.log.info({ reason: error }, 'workflow failed');
+    // A cancelled run's pending approval is gone too (lookups answer not-found-or-completed).
+    const after = status === 'completed'
+      ? undefined
+      : (tx: Queryable) =>
+          tx
+            .query(
+              `UPDATE approvals SET status = 'expired', resolved_by = 'workflow_${status}', resolved_at = now()
+               WHERE workflow_execution_id = $1 AND status = 'pending'`,
+              [this.row.id],
+            )
+            .then(() => undefined);
+    await this.commit(events, false, after);
+    workflowFinished(this.row, status);
+    if (this.deps.terminals) this.deps.terminals.set(this.row.id, { status, final_output: this.snap.final_output ?? null, blackboard: this.snap.blackboard });
+    else this.deps.wakers.wake(`terminal:${this.row.id}`);
+  }
+
+  private async commit(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<void> {
+    const firstSeq = this.lastSeq + 1;
+    await this.deps.writer.write({
+      fence: this.fence,
+      snapshot: { ...this.snap },
+      firstSeq,
+      events,
+      transition,
+      ...(after ? { after } : {}),
+    });
+    this.lastSeq += events.length;
+  }
+}

@@ -1,0 +1,259 @@
+// The group-commit writer of workflow starts. A start is one INSERT of the run's row (claimed for this node: owner and
+// lease in the row itself, so its actor needs no claim round trip) with its first events; a start from a stimulus also
+// takes the delivery's idempotency key and records the stimulus (already `routed`) in the SAME statement, so the key
+// claim, the stimulus and the run are committed together or not at all. Starts that arrive while a statement is in
+// flight are gathered and written as one multi-row statement (one round trip, one commit), and each caller's promise
+// resolves only after that commit: the API still answers after its start is committed. Two starts of one batch with
+// the same idempotency key would make the key's ON CONFLICT DO UPDATE touch a row twice, so the second one waits for
+// the next batch (where the unique constraint refuses it as usual). A batch that fails is retried start by start, so
+// one bad start fails alone.
+import type { Db, Queryable } from '../../storage/db.ts';
+import type { NewWorkflowEvent } from './events.ts';
+import type { NewWorkflowExecution, WorkflowExecutionRow } from './repo.ts';
+
+/** The stimulus recorded (and its key taken) with a run it starts. */
+export interface StartStimulus {
+  id: string;
+  source: string;
+  idempotencyKey?: string | undefined;
+  content: string;
+  headers: Record<string, string>;
+  routedBy: 'route' | 'router_agent';
+  confidence?: number | undefined;
+  ttlSeconds: number;
+}
+
+export interface StartWrite {
+  run: NewWorkflowExecution;
+  events: NewWorkflowEvent[];
+  stimulus?: StartStimulus | undefined;
+}
+
+/** `row`: the run as inserted; `duplicate`: the stimulus's key is held by another delivery (nothing was written);
+ * neither: a run with this id exists already (an idempotent child start). */
+export type StartOutcome = { row: WorkflowExecutionRow } | { duplicate: true } | { exists: true };
+
+interface Pending {
+  w: StartWrite;
+  resolve: (o: StartOutcome) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Inserted {
+  id: string;
+  lease_expires_at: Date;
+  created_at: Date;
+  started_at: Date;
+  last_transition_at: Date | null;
+  updated_at: Date;
+}
+
+function keyOf(w: StartWrite): string | undefined {
+  const s = w.stimulus;
+  return s?.idempotencyKey === undefined ? undefined : JSON.stringify([w.run.tenantId, s.source, s.idempotencyKey]);
+}
+
+/** The batch as ONE statement: key claims, stimuli of the won claims, the runs of those (and of starts without a
+ * stimulus), their events. Answers the inserted runs' server-set columns, by id. */
+export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<Map<string, Inserted>> {
+  const params: unknown[] = [];
+  const p = (v: unknown): string => {
+    params.push(v);
+    return `$${params.length}`;
+  };
+  const stimuli: string[] = [];
+  const runs: string[] = [];
+  const events: string[] = [];
+  for (const w of batch) {
+    const e = w.run;
+    const initial = e.manifest.spec.initial_state;
+    const s = w.stimulus;
+    if (s) {
+      stimuli.push(
+        `(${p(s.id)}::UUID, ${p(e.tenantId)}::TEXT, ${p(s.source)}::TEXT, ${p(s.idempotencyKey ?? null)}::TEXT, ${p(s.content)}::TEXT, ` +
+          `${p(JSON.stringify(s.headers))}::JSONB, ${p(s.routedBy)}::TEXT, ${p(e.workflowName)}::TEXT, ${p(s.confidence ?? null)}::FLOAT8, ` +
+          `${p(e.id)}::UUID, ${p(s.ttlSeconds)}::FLOAT8)`,
+      );
+    }
+    runs.push(
+      `(${p(e.id)}::UUID, ${p(s?.id ?? null)}::UUID, ${p(e.tenantId)}::TEXT, ${p(e.workflowId)}::UUID, ${p(e.workflowName)}::TEXT, ` +
+        `${p(e.workflowVersion)}::TEXT, ${p(JSON.stringify(e.manifest))}::JSONB, ${p(JSON.stringify(e.input ?? {}))}::JSONB, ` +
+        `${p(e.intent ?? null)}::TEXT, ${p(initial)}::TEXT, ${p(JSON.stringify(e.blackboard))}::JSONB, ${p(JSON.stringify(e.context))}::JSONB, ` +
+        `${p(JSON.stringify({ [initial]: 1 }))}::JSONB, ${p(e.parentExecutionId ?? null)}::UUID, ${p(e.depth)}::INT4, ` +
+        `${p(JSON.stringify(e.ancestry))}::JSONB, ${p(w.events.length)}::INT4, ${p(e.ownerNode)}::TEXT, ${p(e.leaseMs)}::INT4)`,
+    );
+    w.events.forEach((ev, i) => {
+      events.push(
+        `(${p(e.id)}::UUID, ${p(i + 1)}::INT4, ${p(ev.type)}::TEXT, ${p(ev.key)}::TEXT, ${p(ev.state_name ?? null)}::TEXT, ` +
+          `${p(ev.iteration_number ?? null)}::INT4, ${p(JSON.stringify(ev.payload))}::JSONB)`,
+      );
+    });
+  }
+  const withStimuli = stimuli.length > 0;
+  const sql = `WITH ${
+    withStimuli
+      ? `s(id, tenant_id, source, idempotency_key, content, headers, routed_by, workflow_name, confidence, workflow_execution_id, ttl) AS (
+         VALUES ${stimuli.join(', ')}
+       ),
+       claim AS (
+         INSERT INTO stimulus_keys (tenant_id, source, idempotency_key, stimulus_id, expires_at)
+         SELECT s.tenant_id, s.source, s.idempotency_key, s.id, now() + s.ttl * INTERVAL '1 second' FROM s WHERE s.idempotency_key IS NOT NULL
+         ON CONFLICT (tenant_id, source, idempotency_key) DO UPDATE
+           SET stimulus_id = EXCLUDED.stimulus_id, expires_at = EXCLUDED.expires_at
+           WHERE stimulus_keys.expires_at <= now()
+         RETURNING stimulus_id
+       ),
+       sins AS (
+         INSERT INTO stimuli (id, tenant_id, source, idempotency_key, content, headers, status, routed_by, workflow_name, confidence, workflow_execution_id)
+         SELECT s.id, s.tenant_id, s.source, s.idempotency_key, s.content, s.headers, 'routed', s.routed_by, s.workflow_name, s.confidence, s.workflow_execution_id
+         FROM s WHERE s.idempotency_key IS NULL OR s.id IN (SELECT stimulus_id FROM claim)
+         RETURNING id
+       ),`
+      : ''
+  }
+     r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent, initial_state, blackboard,
+       context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms) AS (
+       VALUES ${runs.join(', ')}
+     ),
+     ins AS (
+       INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent,
+         status, current_state, blackboard, context, visits, total_transitions, parent_execution_id, depth, ancestry,
+         last_seq, owner_node, lease_expires_at, epoch, last_transition_at)
+       SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, r.manifest, r.input, r.intent,
+         'running', r.initial_state, r.blackboard, r.context, r.visits, 0, r.parent_execution_id, r.depth, r.ancestry,
+         r.last_seq, r.owner_node, now() + r.lease_ms * INTERVAL '1 millisecond', 0, now()
+       FROM r WHERE r.stimulus_id IS NULL${withStimuli ? ' OR r.stimulus_id IN (SELECT id FROM sins)' : ''}
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id, lease_expires_at, created_at, started_at, last_transition_at, updated_at
+     )${
+       events.length
+         ? `,
+     e(execution_id, seq, type, event_key, state_name, iteration_number, payload) AS (VALUES ${events.join(', ')}),
+     ev AS (
+       INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
+       SELECT e.execution_id, e.seq, e.type, e.event_key, e.state_name, e.iteration_number, e.payload, now()
+       FROM e WHERE e.execution_id IN (SELECT id FROM ins)
+       RETURNING 1
+     )`
+         : ''
+     }
+     SELECT * FROM ins`;
+  const res = await db.query<Inserted>(sql, params);
+  return new Map(res.rows.map((r) => [r.id, r]));
+}
+
+function rowOf(w: StartWrite, ins: Inserted): WorkflowExecutionRow {
+  const e = w.run;
+  const initial = e.manifest.spec.initial_state;
+  return {
+    id: e.id,
+    tenant_id: e.tenantId,
+    workflow_id: e.workflowId,
+    workflow_name: e.workflowName,
+    workflow_version: e.workflowVersion,
+    manifest: e.manifest,
+    input: e.input ?? {},
+    intent: e.intent ?? null,
+    status: 'running',
+    current_state: initial,
+    blackboard: e.blackboard,
+    context: e.context,
+    visits: { [initial]: 1 },
+    total_transitions: 0,
+    feedback: null,
+    human_feedback: null,
+    final_output: null,
+    error: null,
+    parent_execution_id: e.parentExecutionId ?? null,
+    depth: e.depth,
+    ancestry: e.ancestry,
+    cancel_requested: false,
+    last_seq: w.events.length,
+    owner_node: e.ownerNode,
+    lease_expires_at: ins.lease_expires_at,
+    epoch: 0,
+    created_at: ins.created_at,
+    started_at: ins.started_at,
+    last_transition_at: ins.last_transition_at,
+    completed_at: null,
+    updated_at: ins.updated_at,
+  };
+}
+
+export interface StartWriterOptions {
+  /** Statements in flight at once (each on its own pooled connection). */
+  maxInFlight?: number;
+  /** Starts per statement at most. */
+  maxBatch?: number;
+}
+
+export class StartWriter {
+  private queue: Pending[] = [];
+  private inFlight = 0;
+  private readonly maxInFlight: number;
+  private readonly maxBatch: number;
+  /** Counters for the benchmark and the logs. */
+  readonly stats = { statements: 0, starts: 0 };
+
+  constructor(
+    private readonly db: Db,
+    options: StartWriterOptions = {},
+  ) {
+    this.maxInFlight = options.maxInFlight ?? 4;
+    this.maxBatch = options.maxBatch ?? 128;
+  }
+
+  /** Commits the start (with other concurrent starts) and answers once committed. */
+  write(w: StartWrite): Promise<StartOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ w, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch: Pending[] = [];
+      const rest: Pending[] = [];
+      const keys = new Set<string>();
+      for (const p of this.queue) {
+        const k = keyOf(p.w);
+        if (batch.length >= this.maxBatch || (k !== undefined && keys.has(k))) {
+          rest.push(p);
+          continue;
+        }
+        if (k !== undefined) keys.add(k);
+        batch.push(p);
+      }
+      this.queue = rest;
+      this.inFlight++;
+      void this.flush(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async flush(batch: Pending[]): Promise<void> {
+    let inserted: Map<string, Inserted>;
+    try {
+      inserted = await insertStarts(this.db, batch.map((p) => p.w));
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0]!.reject(err);
+        return;
+      }
+      // One start may be the cause: each again on its own, so the others still start.
+      await Promise.all(batch.map((p) => this.flush([p])));
+      return;
+    }
+    this.stats.statements++;
+    this.stats.starts += batch.length;
+    for (const p of batch) {
+      const ins = inserted.get(p.w.run.id);
+      if (ins) p.resolve({ row: rowOf(p.w, ins) });
+      else if (p.w.stimulus) p.resolve({ duplicate: true });
+      else p.resolve({ exists: true });
+    }
+  }
+}

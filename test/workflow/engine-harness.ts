@@ -1,0 +1,114 @@
+// The workflow engine on real PostgreSQL for the engine, approval and route tests: a throwaway database with every
+// migration, the real registry (WorkflowDefinitionService), an actor runtime, the in-process bus and the workflow
+// capability as a node wires it.
+import type { ExecutionContext } from 'ava';
+import { randomBytes } from 'node:crypto';
+import { ActorRuntime } from '../../src/actors/runtime.ts';
+import { MemoryBus } from '../../src/bus/memory.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import type { Db } from '../../src/storage/db.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openPg } from '../../src/storage/pg.ts';
+import { openPglite } from '../../src/storage/pglite.ts';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startWorkflowCapability, type WorkflowCapability } from '../../src/workflow/engine/capability.ts';
+import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
+import type { EngineDeps } from '../../src/workflow/engine/run.ts';
+import type { WorkflowExecutionRow } from '../../src/workflow/engine/repo.ts';
+import { getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
+import type { StateKind } from '../../src/workflow/manifest/types.ts';
+import { WorkflowDefinitionService } from '../../src/workflow/registry/service.ts';
+import { createTestDatabase } from '../support/pg.ts';
+
+export const TENANT = 'acme';
+
+export interface EngineHarness {
+  /** The database URL (a second harness can share it, as a second node). */
+  url?: string;
+  db: Db;
+  bus: MemoryBus;
+  actors: ActorRuntime;
+  defs: WorkflowDefinitionService;
+  cap: WorkflowCapability;
+  deploy(yaml: string): Promise<string>;
+  run(name: string, body?: { input?: unknown; intent?: string; blackboard?: Record<string, unknown> }): Promise<string>;
+  /** Waits until the run is terminal (or `status` is reached); fails after `ms`. */
+  waitFor(id: string, status?: string, ms?: number): Promise<WorkflowExecutionRow>;
+  events(id: string): Promise<{ seq: number; type: string; state_name: string | null; iteration_number: number | null; payload: Record<string, unknown> }[]>;
+}
+
+export async function startEngine(
+  t: ExecutionContext,
+  o: { runners?: Partial<Record<StateKind, StateRunner<never>>>; db?: { url: string }; nodeId?: string; leaseMs?: number; pglite?: boolean; storage?: EngineDeps['storage'] } = {},
+): Promise<EngineHarness> {
+  let url = o.db?.url;
+  if (!url && !o.pglite) {
+    const tdb = await createTestDatabase();
+    t.teardown(() => tdb.drop());
+    url = tdb.url;
+  }
+  const logger = silentLogger();
+  let db: Db;
+  if (o.pglite) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-pglite-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    db = await openPglite(path.join(dir, 'pglite'));
+  } else {
+    db = await openPg(url!, { logger });
+  }
+  await migrate(db, logger);
+  const bus = new MemoryBus();
+  const actors = new ActorRuntime(logger, `t-${randomBytes(4).toString('hex')}`);
+  const defs = new WorkflowDefinitionService(db, logger);
+  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}) });
+  t.teardown(async () => {
+    await actors.shutdown(2000);
+    await bus.close();
+    await db.close();
+  });
+  const h: EngineHarness = {
+    db,
+    bus,
+    actors,
+    defs,
+    cap,
+    async deploy(yaml) {
+      return (await defs.deploy({ tenant: TENANT, subject: 'alice', yaml, force: true })).workflow_id;
+    },
+    async run(name, body = {}) {
+      return (await cap.runs.run({ tenant: TENANT, workflow: name, ...body })).execution_id;
+    },
+    async waitFor(id, status, ms = 20_000) {
+      const deadline = Date.now() + ms;
+      for (;;) {
+        const row = await getWorkflowExecution(db, id);
+        if (row && (status ? row.status === status : ['completed', 'failed', 'cancelled'].includes(row.status))) return row;
+        if (Date.now() > deadline) throw new Error(`run ${id} is ${row?.status} at ${row?.current_state}, not ${status ?? 'terminal'} after ${ms} ms`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+    async events(id) {
+      const res = await db.query<{ seq: number; type: string; state_name: string | null; iteration_number: number | null; payload: Record<string, unknown> }>(
+        'SELECT seq, type, state_name, iteration_number, payload FROM workflow_events WHERE execution_id = $1 ORDER BY seq',
+        [id],
+      );
+      return res.rows;
+    },
+  };
+  return Object.assign(h, { url });
+}
+
+/** A workflow manifest of `states` (YAML text of the states map, indented 4). */
+export function manifest(name: string, initial: string, states: string, extra = ''): string {
+  return `apiVersion: orch.dev/v1
+kind: Workflow
+metadata:
+  name: ${name}
+  version: 1.0.0
+${extra}spec:
+  initial_state: ${initial}
+  states:
+${states}`;
+}

@@ -1,0 +1,84 @@
+// The group-commit StartWriter on real PostgreSQL: concurrent starts are written together (fewer statements than
+// starts), each claimed for its node in the insert; a stimulus start takes its idempotency key, records the stimulus
+// and the run in the same statement, and of two deliveries with one key exactly one writes anything (also when they
+// arrive together); a start that the database refuses fails alone while the rest of its batch commits.
+import test from 'ava';
+import { randomUUID } from 'node:crypto';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openPg } from '../../src/storage/pg.ts';
+import { StartWriter, type StartWrite } from '../../src/workflow/engine/starts.ts';
+import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
+import { createTestDatabase } from '../support/pg.ts';
+
+test('batched starts: one run per idempotency key, stimulus and run written together, a refused start fails alone', async (t) => {
+  const tdb = await createTestDatabase();
+  t.teardown(() => tdb.drop());
+  const db = await openPg(tdb.url, { logger: silentLogger() });
+  t.teardown(() => db.close());
+  await migrate(db, silentLogger());
+  const parsed = parseWorkflowManifest(`apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: w, version: 1.0.0 }
+spec:
+  initial_state: a
+  states:
+    a: { kind: System, command: 'true', transitions: [] }
+`);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+  const manifest = parsed.manifest;
+  const tenant = `t-${randomUUID()}`;
+  const start = (key: string | null | undefined, workflowId: string = randomUUID()): StartWrite => {
+    const id = randomUUID();
+    return {
+      run: { id, tenantId: tenant, workflowId, workflowName: 'w', workflowVersion: '1.0.0', manifest, input: { k: key }, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
+      events: [
+        { type: 'WorkflowExecutionStarted', key: 'started', payload: {} },
+        { type: 'WorkflowStateEntered', key: 'entered:a:1', state_name: 'a', iteration_number: 1, payload: {} },
+      ],
+      ...(key === null ? {} : { stimulus: { id: randomUUID(), source: 'hook', idempotencyKey: key, content: `c-${key}`, headers: {}, routedBy: 'route' as const, ttlSeconds: 3600 } }),
+    };
+  };
+  const writer = new StartWriter(db, { maxInFlight: 2 });
+  const keyed = Array.from({ length: 20 }, (_, i) => start(`k${i % 10}`));
+  const unkeyed = [start(undefined), start(undefined)];
+  const plain = [start(null), start(null), start(null)];
+  const all = [...keyed, ...unkeyed, ...plain];
+  const outcomes = await Promise.all(all.map((w) => writer.write(w)));
+  t.true(writer.stats.statements < all.length, `${writer.stats.statements} statements for ${all.length} starts`);
+
+  const won = outcomes.filter((o) => 'row' in o).length;
+  t.is(won, 10 + 2 + 3);
+  t.is(outcomes.filter((o) => 'duplicate' in o).length, 10);
+  for (let k = 0; k < 10; k++) {
+    const mine = keyed.map((w, i) => ({ w, o: outcomes[i]! })).filter(({ w }) => w.stimulus?.idempotencyKey === `k${k}`);
+    t.is(mine.filter(({ o }) => 'row' in o).length, 1, `key k${k} started one run`);
+  }
+  for (const o of outcomes) {
+    if (!('row' in o)) continue;
+    t.like(o.row, { owner_node: 'node-a', epoch: 0, status: 'running', current_state: 'a', last_seq: 2, visits: { a: 1 } });
+    t.true(o.row.lease_expires_at instanceof Date && o.row.lease_expires_at.getTime() > Date.now());
+  }
+  const count = async (sql: string): Promise<number> => (await db.query<{ n: number }>(sql, [tenant])).rows[0]!.n;
+  t.is(await count('SELECT count(*)::int AS n FROM workflow_executions WHERE tenant_id = $1'), 15);
+  t.is(await count("SELECT count(*)::int AS n FROM stimuli WHERE tenant_id = $1 AND status = 'routed'"), 12);
+  t.is(await count('SELECT count(*)::int AS n FROM stimulus_keys WHERE tenant_id = $1'), 10);
+  t.is(await count('SELECT count(*)::int AS n FROM workflow_events e JOIN workflow_executions w ON w.id = e.execution_id WHERE w.tenant_id = $1'), 30);
+  // Every recorded stimulus names a run that exists, and every key names its recorded stimulus.
+  t.is(await count('SELECT count(*)::int AS n FROM stimuli s JOIN workflow_executions w ON w.id = s.workflow_execution_id WHERE s.tenant_id = $1'), 12);
+  t.is(await count('SELECT count(*)::int AS n FROM stimulus_keys k JOIN stimuli s ON s.id = k.stimulus_id WHERE k.tenant_id = $1'), 10);
+
+  // A later delivery of a taken key writes nothing.
+  const again = await writer.write(start('k3'));
+  t.deepEqual(again, { duplicate: true });
+
+  // A start the database refuses (a workflow id that is no UUID) fails alone; its batch-mates start.
+  const good = [start('g1'), start(null)];
+  const bad = start('g2', 'not-a-uuid');
+  const results = await Promise.allSettled([...good, bad].map((w) => writer.write(w)));
+  t.is(results[0]!.status, 'fulfilled');
+  t.is(results[1]!.status, 'fulfilled');
+  t.is(results[2]!.status, 'rejected');
+  t.is(await count('SELECT count(*)::int AS n FROM workflow_executions WHERE tenant_id = $1'), 17);
+  t.is(await count("SELECT count(*)::int AS n FROM stimulus_keys WHERE tenant_id = $1 AND idempotency_key = 'g2'"), 0);
+});
