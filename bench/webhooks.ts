@@ -1,0 +1,194 @@
+// Webhook ingestion per second on PostgreSQL: a real `orch up` process (its own process, so the load generator and
+// the node each get a core) with one direct route, loaded by autocannon over 50 connections. Every request has its
+// own body and X-Idempotency-Key and a valid X-Orch-Signature, so each one is verified (HMAC over the raw bytes),
+// takes its key (the unique-constraint claim), is recorded, and starts a workflow run (one update_blackboard System
+// state, run to completion by the node meanwhile). A run counts only 200s; afterwards the database must hold exactly
+// as many routed stimuli and workflow runs as there were 200s, else the run fails.
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { silentLogger } from '../src/logging/logger.ts';
+import { openDb } from '../src/storage/open.ts';
+import { WorkflowDefinitionService } from '../src/workflow/registry/service.ts';
+import { startOrchNode } from '../test/support/node-process.ts';
+import { createTestDatabase } from '../test/support/pg.ts';
+
+const SECRET = 'bench-webhook-secret';
+
+const WORKFLOW = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: on-hook, version: 1.0.0 }
+spec:
+  initial_state: note
+  states:
+    note:
+      kind: System
+      command: 'update_blackboard {"n": "{{input.n}}"}'
+      transitions: []
+`;
+
+const CONFIG = `apiVersion: orch.dev/v1
+kind: NodeConfig
+metadata: { name: bench-webhooks }
+spec:
+  node: { id: bench-webhooks }
+  stimuli:
+    routes:
+      - { source: bench, workflow: on-hook, input_template: '{"n": {{content.n}}}' }
+`;
+
+export interface WebhookFigures {
+  perSecond: number;
+  /** The floor under it: POST /v1/workflows/on-hook/run alone (bearer, no stimulus), same node, same load. */
+  directRunsPerSecond: number;
+  accepted: number;
+  non2xx: number;
+  p50ms: number;
+  p99ms: number;
+  /** Load-independent costs: the node process's CPU (user + system) and the database's committed transactions, per
+   * accepted webhook (the transactions include the bench's own few count reads). */
+  cpuMsPerWebhook: number;
+  commitsPerWebhook: number;
+  cpuMsPerDirectRun: number;
+  commitsPerDirectRun: number;
+}
+
+export async function benchWebhooks(runs: number, seconds: number, out: (line: string) => void, connections = 50): Promise<WebhookFigures[]> {
+  const database = await createTestDatabase();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-webhooks-'));
+  const config = path.join(dir, 'node.yaml');
+  await writeFile(config, CONFIG);
+  const node = await startOrchNode({
+    ORCH_CONFIG: config,
+    ORCH_DATA_DIR: path.join(dir, 'data'),
+    ORCH_LOG_LEVEL: 'warn',
+    DATABASE_URL: database.url,
+    REDIS_URL: undefined,
+    ORCH_WEBHOOK_SECRET_BENCH: SECRET,
+  });
+  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
+  const figures: WebhookFigures[] = [];
+  try {
+    await new WorkflowDefinitionService(db, silentLogger()).deploy({ tenant: 'orch-system', subject: 'bench', yaml: WORKFLOW });
+    const url = `${node.banner.http}/v1/webhooks/bench`;
+    const prefix = randomUUID();
+    let n = 0;
+    const load = async (duration: number): Promise<WebhookFigures> => {
+      const result = await autocannon({
+        url,
+        method: 'POST',
+        connections,
+        pipelining: 1,
+        duration,
+        requests: [
+          {
+            setupRequest: (req) => {
+              const i = n++;
+              const body = JSON.stringify({ n: i, event: 'bench', at: Date.now() });
+              return {
+                ...req,
+                body,
+                headers: {
+                  'content-type': 'application/json',
+                  'x-orch-signature': `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`,
+                  'x-idempotency-key': `${prefix}-${i}`,
+                },
+              };
+            },
+          },
+        ],
+      });
+      const accepted = result['2xx'];
+      return {
+        perSecond: accepted / duration,
+        directRunsPerSecond: 0,
+        accepted,
+        non2xx: result.non2xx + result.errors,
+        p50ms: result.latency.p50,
+        p99ms: result.latency.p99,
+        cpuMsPerWebhook: 0,
+        commitsPerWebhook: 0,
+        cpuMsPerDirectRun: 0,
+        commitsPerDirectRun: 0,
+      };
+    };
+    await load(Math.min(3, seconds)); // warm-up (JIT, pool, plan cache)
+    for (let r = 0; r < runs; r++) {
+      // Counted when the node is quiet: requests still in flight when autocannon stops (at most one per connection)
+      // finish on the node first, also those of the previous load.
+      const before = await settled(db);
+      const cost0 = await costs(db, node.child.pid);
+      const f = await load(seconds);
+      const after = await settled(db);
+      const cost1 = await costs(db, node.child.pid);
+      const stimuli = after.routed - before.routed;
+      const workflows = after.workflows - before.workflows;
+      if (f.non2xx > 0) throw new Error(`webhook bench run ${r + 1}: ${f.non2xx} non-2xx answers or errors`);
+      if (stimuli !== workflows || stimuli < f.accepted || stimuli > f.accepted + connections) {
+        throw new Error(`webhook bench run ${r + 1}: ${f.accepted} accepted but ${stimuli} routed stimuli and ${workflows} workflow runs recorded`);
+      }
+      const direct = await autocannon({
+        url: `${node.banner.http}/v1/workflows/on-hook/run`,
+        method: 'POST',
+        connections,
+        pipelining: 1,
+        duration: seconds,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${node.banner.dev_token ?? ''}` },
+        body: JSON.stringify({ input: { n: 1 } }),
+      });
+      if (direct.non2xx > 0 || direct.errors > 0) throw new Error(`direct workflow runs: ${direct.non2xx} non-2xx, ${direct.errors} errors`);
+      f.directRunsPerSecond = direct['2xx'] / seconds;
+      await settled(db);
+      const cost2 = await costs(db, node.child.pid);
+      f.cpuMsPerWebhook = (cost1.cpuMs - cost0.cpuMs) / stimuli;
+      f.commitsPerWebhook = (cost1.commits - cost0.commits) / stimuli;
+      f.cpuMsPerDirectRun = (cost2.cpuMs - cost1.cpuMs) / direct['2xx'];
+      f.commitsPerDirectRun = (cost2.commits - cost1.commits) / direct['2xx'];
+      await new Promise((r) => setTimeout(r, 1000));
+      figures.push(f);
+      out(`  run ${r + 1}: direct POST /v1/workflows/on-hook/run ${Math.round(f.directRunsPerSecond)} runs/s`);
+      out(`  run ${r + 1}: per webhook ${f.cpuMsPerWebhook.toFixed(2)} ms node CPU, ${f.commitsPerWebhook.toFixed(2)} commits; per direct run ${f.cpuMsPerDirectRun.toFixed(2)} ms, ${f.commitsPerDirectRun.toFixed(2)} commits`);
+      out(`  run ${r + 1}: ${Math.round(f.perSecond)} webhooks/s (${f.accepted} in ${seconds}s; p50 ${f.p50ms} ms, p99 ${f.p99ms} ms; ${stimuli} stimuli and ${workflows} workflow runs recorded)`);
+    }
+  } finally {
+    await db.close();
+    await node.kill('SIGTERM');
+    await database.drop();
+    await rm(dir, { recursive: true, force: true });
+  }
+  return figures;
+}
+
+/** The node process's CPU time so far (Linux /proc: utime + stime in clock ticks of 10 ms) and the database's
+ * committed transactions (pg_stat_database, after the statistics flush that settled() waited for). */
+async function costs(db: { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> }, pid: number | undefined): Promise<{ cpuMs: number; commits: number }> {
+  let cpuMs = 0;
+  if (pid !== undefined) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    cpuMs = (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
+  }
+  await db.query('SELECT pg_stat_force_next_flush()').catch(() => undefined);
+  const r = await db.query<{ n: string }>('SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()');
+  return { cpuMs, commits: Number(r.rows[0]?.n ?? 0) };
+}
+
+/** The counts once two reads 500 ms apart agree (the node has finished what was in flight), at most 30 s. */
+async function settled(db: { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> }): Promise<{ routed: number; workflows: number }> {
+  let prev = await counts(db);
+  for (let i = 0; i < 60; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const cur = await counts(db);
+    if (cur.routed === prev.routed && cur.workflows === prev.workflows) return cur;
+    prev = cur;
+  }
+  return prev;
+}
+
+async function counts(db: { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> }): Promise<{ routed: number; workflows: number }> {
+  const s = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM stimuli WHERE status = 'routed'");
+  const w = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM workflow_executions');
+  return { routed: s.rows[0]?.n ?? 0, workflows: w.rows[0]?.n ?? 0 };
+}

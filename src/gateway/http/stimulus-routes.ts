@@ -1,0 +1,93 @@
+// Stimuli over HTTP (seed 000, CONTRACT.md, docs/STIMULI.md): POST /v1/stimuli (bearer), GET /v1/stimuli and
+// GET /v1/stimuli/{id} (bearer, tenant-scoped), and POST /v1/webhooks/{source} (HMAC, no bearer: auth-hook's
+// OPEN_PREFIXES). All of it is StimulusService; this file translates, and — being the edge — reads the webhook
+// secret from the environment at request time and hands it to the signature check.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { SYSTEM_TENANT } from '../../auth/principal.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import { SIGNATURE_HEADER, verifyWebhookSignature, webhookSecretVariable } from '../../stimuli/signature.ts';
+import type { StimulusService } from '../../stimuli/service.ts';
+import { principalOf } from './auth-hook.ts';
+
+/** The tenant webhooks are ingested in (the route carries no identity); docs/STIMULI.md. */
+export const WEBHOOK_TENANT = SYSTEM_TENANT;
+
+/** Headers never copied onto a stimulus row: credentials. */
+const DROPPED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization']);
+
+function forwardedHeaders(request: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(request.headers)) {
+    if (v === undefined || DROPPED_HEADERS.has(k)) continue;
+    out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const v = request.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function intParam(v: string | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
+  return n;
+}
+
+export interface StimulusRouteOptions {
+  /** Where webhook secrets come from; default process.env (read per request, so a rotated secret applies at once). */
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function registerStimulusRoutes(app: FastifyInstance, stimuli: StimulusService, o: StimulusRouteOptions = {}): Promise<void> {
+  app.post('/v1/stimuli', async (request) => {
+    const p = principalOf(request);
+    const body = request.body;
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, 'body must be a JSON object with source and content');
+    const b = body as { source?: unknown; content?: unknown; idempotency_key?: unknown; headers?: unknown };
+    if (b.source === undefined) throw new OrchError(Errors.BAD_REQUEST, 'source is required');
+    if (b.content === undefined) throw new OrchError(Errors.BAD_REQUEST, 'content is required');
+    return stimuli.ingest({
+      tenant: p.tenantId,
+      subject: p.subject,
+      roles: p.roles,
+      source: b.source,
+      content: b.content,
+      idempotencyKey: b.idempotency_key ?? header(request, 'x-idempotency-key'),
+      headers: b.headers,
+    });
+  });
+
+  app.get('/v1/stimuli', async (request) => {
+    const p = principalOf(request);
+    const q = request.query as Record<string, string | undefined>;
+    const items = await stimuli.list(p.tenantId, { source: q.source, status: q.status, limit: intParam(q.limit, 'limit'), offset: intParam(q.offset, 'offset') });
+    return { stimuli: items, count: items.length };
+  });
+
+  app.get('/v1/stimuli/:id', async (request) => {
+    const p = principalOf(request);
+    return stimuli.get(p.tenantId, (request.params as { id: string }).id);
+  });
+
+  await app.register(async (scope) => {
+    // Encapsulated: only the webhook route sees raw bytes, whatever the content type (the HMAC is over them).
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    scope.post('/v1/webhooks/:source', async (request) => {
+      const source = (request.params as { source: string }).source;
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const env = o.env ?? process.env;
+      verifyWebhookSignature(header(request, SIGNATURE_HEADER), env[webhookSecretVariable(source)], raw);
+      return stimuli.ingest({
+        tenant: WEBHOOK_TENANT,
+        source,
+        content: raw.toString('utf8'),
+        idempotencyKey: header(request, 'x-idempotency-key'),
+        headers: forwardedHeaders(request),
+      });
+    });
+  });
+}
