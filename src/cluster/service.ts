@@ -1,6 +1,8 @@
-// The cluster capability's service object, shared by HTTP, gRPC and the CLI. This issue gives it the read side;
-// membership (AttestNode … DeregisterNode), drains and routing come with the cluster issue.
+// The cluster capability's service object behind HTTP and the CLI: the members with status and load, and the
+// operator's drain (docs/CLUSTER.md). Membership itself (AttestNode … DeregisterNode) is src/cluster/membership.ts.
 import type { Db } from '../storage/db.ts';
+import { Errors, OrchError } from '../errors/catalog.ts';
+import type { Membership } from './membership.ts';
 import { listNodes, type NodeRow, type PeerStatus } from '../actors/node-peer/repo.ts';
 
 export interface NodeView {
@@ -14,6 +16,8 @@ export interface NodeView {
   registered_at: string | null;
   last_heartbeat_at: string | null;
   owner_node: string | null;
+  /** DRAINING and its last heartbeat reported no execution left. */
+  drained: boolean;
 }
 
 function iso(d: Date | string | null): string | null {
@@ -33,11 +37,23 @@ export function toNodeView(row: NodeRow): NodeView {
     registered_at: iso(row.registered_at),
     last_heartbeat_at: iso(row.last_heartbeat_at),
     owner_node: row.owner_node,
+    drained: row.status === 'DRAINING' && Number(row.load?.active_execution_count ?? -1) === 0,
   };
 }
 
 export class ClusterService {
-  constructor(private readonly db: Db) {}
+  /** `membership` on controllers (and hybrids): without it drain answers 501. */
+  constructor(
+    private readonly db: Db,
+    private readonly membership?: Membership,
+  ) {}
+
+  /** Operator drain: DRAINING now, the drain command on the member's next heartbeat response. */
+  async drain(nodeId: string, reason?: string): Promise<{ node_id: string; status: string; already_draining: boolean }> {
+    if (!this.membership) throw new OrchError(Errors.NOT_IMPLEMENTED, 'drain is served by controller nodes');
+    const r = await this.membership.drain(nodeId, reason && reason.trim() ? reason.trim() : 'operator request');
+    return { node_id: r.node_id, status: r.status, already_draining: r.already };
+  }
 
   async listNodes(status?: PeerStatus): Promise<NodeView[]> {
     return (await listNodes(this.db, status)).map(toNodeView);

@@ -1,6 +1,9 @@
 // NodePeerActor: one per cluster member, on the node that owns the member's row. For the node's own row it
-// heartbeats (count, time, load); for a remote peer it watches the heartbeat deadline and marks the peer
-// UNHEALTHY when heartbeats stop. Everything it knows is in cluster_nodes, so a restart resumes from the row.
+// heartbeats (count, time, load); for a remote peer it holds the fenced claim on the row and makes the status
+// transitions the heartbeat deadline calls for: the controller's PeerWatch (./watch.ts) renews every claim and finds
+// overdue peers with one statement per tick, and tells their actors, which mark them UNHEALTHY (with the event) under
+// their fence. Heartbeats themselves (and UNHEALTHY → ACTIVE) are written by whichever controller receives them
+// (src/cluster/membership.ts). Everything it knows is in cluster_nodes, so a restart resumes from the row.
 import os from 'node:os';
 import { isOrchError, Errors } from '../../errors/catalog.ts';
 import type { Logger } from '../../logging/logger.ts';
@@ -25,7 +28,8 @@ export interface NodePeerSettings {
   logger: Logger;
 }
 
-export type NodePeerMessage = ActorMessage & ({ type: 'tick' } | { type: 'status'; reply: (row: repo.NodeRow | null) => void });
+export type NodePeerMessage = ActorMessage &
+  ({ type: 'tick' } | { type: 'overdue' } | { type: 'released' } | { type: 'status'; reply: (row: repo.NodeRow | null) => void });
 
 /** The stream each node's lifecycle events are recorded and announced on. */
 export function nodeStream(nodeId: string): string {
@@ -78,7 +82,8 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
     this.fence = { nodeId, owner: this.s.selfId, epoch: claimed.row.epoch };
     await this.s.bus.publish(claimed.event);
     this.log.info({ epoch: claimed.row.epoch, status: claimed.row.status }, 'node peer recovered');
-    this.actor.schedule(0, { type: 'tick' });
+    // Our own row heartbeats on a timer; a remote peer's deadline is checked once now, then on the watch's word.
+    this.actor.schedule(0, { type: this.isSelf ? 'tick' : 'overdue' });
   }
 
   async handle(msg: NodePeerMessage): Promise<void> {
@@ -86,40 +91,59 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
       case 'tick':
         await this.tick();
         return;
+      case 'overdue':
+        await this.fenced(() => this.markIfOverdue());
+        return;
+      case 'released':
+        // The watch released the claim on a DEREGISTERED row: nothing left to watch.
+        this.fence = undefined;
+        this.actor.stop();
+        return;
       case 'status':
         msg.reply(await repo.getNode(this.s.db, this.actor.key));
         return;
     }
   }
 
-  private async tick(): Promise<void> {
-    const fence = this.fence;
-    if (!fence) return;
+  /** Runs a fenced step; a lost lease stops the actor instead of crashing it. */
+  private async fenced(step: () => Promise<void>): Promise<boolean> {
     try {
-      if (this.isSelf) {
-        await repo.heartbeatSelf(this.s.db, fence, this.leaseTtlMs, (this.s.load ?? defaultLoad)());
-      } else {
-        const overdueMs = this.s.heartbeatMs * this.s.missedHeartbeats;
-        const event = await this.s.db.tx(async (tx) => {
-          await repo.renewClaim(tx, fence, this.leaseTtlMs);
-          if (!(await repo.markUnhealthyIfOverdue(tx, fence, overdueMs))) return null;
-          return appendEvent(tx, nodeStream(fence.nodeId), 'status_changed', { node_id: fence.nodeId, status: 'UNHEALTHY' });
-        });
-        if (event) {
-          this.log.warn('peer missed its heartbeats; UNHEALTHY');
-          await this.s.bus.publish(event);
-        }
-      }
+      await step();
+      return true;
     } catch (err) {
       if (isOrchError(err) && err.spec === Errors.LEASE_LOST) {
         this.log.warn('lease lost; stopping this actor');
         this.fence = undefined;
         this.actor.stop();
-        return;
+        return false;
       }
       throw err;
     }
-    this.actor.schedule(this.s.heartbeatMs, { type: 'tick' });
+  }
+
+  /** A remote peer past its deadline (ACTIVE or DRAINING) becomes UNHEALTHY, with its event, in one transaction. */
+  private async markIfOverdue(): Promise<void> {
+    const fence = this.fence;
+    if (!fence || this.isSelf) return;
+    const overdueMs = this.s.heartbeatMs * this.s.missedHeartbeats;
+    const event = await this.s.db.tx(async (tx) => {
+      const previous = await repo.markUnhealthyIfOverdue(tx, fence, overdueMs);
+      if (!previous) return null;
+      return appendEvent(tx, nodeStream(fence.nodeId), 'status_changed', { node_id: fence.nodeId, status: 'UNHEALTHY', previous });
+    });
+    if (event) {
+      this.log.warn('peer missed its heartbeats; UNHEALTHY');
+      await this.s.bus.publish(event);
+    }
+  }
+
+  private async tick(): Promise<void> {
+    const fence = this.fence;
+    if (!fence) return;
+    const ok = await this.fenced(async () => {
+      await repo.heartbeatSelf(this.s.db, fence, this.leaseTtlMs, (this.s.load ?? defaultLoad)());
+    });
+    if (ok) this.actor.schedule(this.s.heartbeatMs, { type: 'tick' });
   }
 
   async shutdown(): Promise<void> {

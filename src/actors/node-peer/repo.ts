@@ -41,7 +41,7 @@ export async function upsertSelf(
      VALUES ($1, $2, 'ACTIVE', $3, $4, now(), now(), 0, 0, now())
      ON CONFLICT (node_id) DO UPDATE SET
        role = excluded.role, grpc_address = excluded.grpc_address, tags = excluded.tags,
-       status = CASE WHEN cluster_nodes.status = 'DEREGISTERED' THEN 'ACTIVE' ELSE cluster_nodes.status END,
+       status = CASE WHEN cluster_nodes.status IN ('DEREGISTERED', 'UNHEALTHY') THEN 'ACTIVE' ELSE cluster_nodes.status END,
        registered_at = CASE WHEN cluster_nodes.status = 'DEREGISTERED' THEN now() ELSE cluster_nodes.registered_at END,
        updated_at = now()
      RETURNING (heartbeat_count = 0 AND epoch = 0) AS created`,
@@ -61,14 +61,17 @@ export async function recoverableNodeIds(db: Queryable, owner: string): Promise<
   return res.rows.map((r) => r.node_id);
 }
 
-/** Takes the row for `owner` with a new epoch, or answers null when another live owner holds it. */
+/**
+ * Takes the row for `owner` with a new epoch, or answers null when another live owner holds it. A node always takes
+ * its own row back (another controller may have watched it while it was down).
+ */
 export async function claimNode(db: Queryable, nodeId: string, owner: string, ttlMs: number): Promise<NodeRow | null> {
   const res = await db.query<NodeRow>(
     `UPDATE cluster_nodes
      SET owner_node = $2, epoch = epoch + 1, lease_expires_at = now() + ($3::INT * INTERVAL '1 millisecond'),
          updated_at = now()
      WHERE node_id = $1 AND status <> 'DEREGISTERED'
-       AND (owner_node IS NULL OR owner_node = $2 OR lease_expires_at < now())
+       AND (owner_node IS NULL OR owner_node = $2 OR lease_expires_at < now() OR node_id = $2)
      RETURNING ${COLUMNS}`,
     [nodeId, owner, Math.round(ttlMs)],
   );
@@ -97,6 +100,7 @@ export function heartbeatSelf(db: Queryable, fence: Fence, ttlMs: number, load: 
     db,
     fence,
     `heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(), load = $5,
+     status = CASE WHEN status = 'UNHEALTHY' THEN 'ACTIVE' ELSE status END,
      lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')`,
     [Math.round(ttlMs), JSON.stringify(load)],
   );
@@ -109,15 +113,57 @@ export function renewClaim(db: Queryable, fence: Fence, ttlMs: number): Promise<
   ]);
 }
 
-/** Marks the peer UNHEALTHY when its last heartbeat is older than `overdueMs`; answers whether it changed. */
-export async function markUnhealthyIfOverdue(db: Queryable, fence: Fence, overdueMs: number): Promise<boolean> {
-  const res = await db.query(
-    `UPDATE cluster_nodes SET status = 'UNHEALTHY', updated_at = now()
-     WHERE node_id = $1 AND owner_node = $2 AND epoch = $3 AND status = 'ACTIVE'
-       AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($4::INT * INTERVAL '1 millisecond'))`,
+/**
+ * Marks the peer UNHEALTHY when it is ACTIVE or DRAINING and its last heartbeat is older than `overdueMs`; answers
+ * the status it had, or undefined when nothing changed. Fenced like every write after the claim.
+ */
+export async function markUnhealthyIfOverdue(db: Queryable, fence: Fence, overdueMs: number): Promise<PeerStatus | undefined> {
+  const res = await db.query<{ previous: PeerStatus }>(
+    `WITH prev AS (
+       SELECT node_id, status FROM cluster_nodes
+       WHERE node_id = $1 AND owner_node = $2 AND epoch = $3 AND status IN ('ACTIVE', 'DRAINING')
+         AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($4::INT * INTERVAL '1 millisecond'))
+       FOR UPDATE)
+     UPDATE cluster_nodes c SET status = 'UNHEALTHY', updated_at = now() FROM prev
+     WHERE c.node_id = prev.node_id
+     RETURNING prev.status AS previous`,
     [fence.nodeId, fence.owner, fence.epoch, Math.round(overdueMs)],
   );
-  return res.rowCount > 0;
+  return res.rows[0]?.previous;
+}
+
+/** Renews every claim `owner` holds on remote peers' rows (one statement per watch tick). */
+export async function renewOwnedClaims(db: Queryable, owner: string, ttlMs: number): Promise<void> {
+  // SKIP LOCKED: a row a heartbeat is writing right now is renewed on the next tick (the claim outlives several),
+  // so the watch never queues behind heartbeats nor they behind it.
+  await db.query(
+    `UPDATE cluster_nodes SET lease_expires_at = now() + ($2::INT * INTERVAL '1 millisecond')
+     WHERE node_id IN (
+       SELECT node_id FROM cluster_nodes WHERE owner_node = $1 AND node_id <> $1 AND status <> 'DEREGISTERED'
+       ORDER BY node_id FOR UPDATE SKIP LOCKED)`,
+    [owner, Math.round(ttlMs)],
+  );
+}
+
+/** Remote peers `owner` holds that are ACTIVE or DRAINING and past their heartbeat deadline. */
+export async function overduePeers(db: Queryable, owner: string, overdueMs: number): Promise<string[]> {
+  const res = await db.query<{ node_id: string }>(
+    `SELECT node_id FROM cluster_nodes
+     WHERE owner_node = $1 AND node_id <> $1 AND status IN ('ACTIVE', 'DRAINING')
+       AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($2::INT * INTERVAL '1 millisecond'))`,
+    [owner, Math.round(overdueMs)],
+  );
+  return res.rows.map((r) => r.node_id);
+}
+
+/** Gives up `owner`'s claims on rows that were DEREGISTERED; answers their ids. */
+export async function releaseDeregistered(db: Queryable, owner: string): Promise<string[]> {
+  const res = await db.query<{ node_id: string }>(
+    `UPDATE cluster_nodes SET owner_node = NULL, lease_expires_at = NULL
+     WHERE owner_node = $1 AND node_id <> $1 AND status = 'DEREGISTERED' RETURNING node_id`,
+    [owner],
+  );
+  return res.rows.map((r) => r.node_id);
 }
 
 export function setStatus(db: Queryable, fence: Fence, status: PeerStatus): Promise<NodeRow> {

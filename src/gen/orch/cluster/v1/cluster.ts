@@ -129,6 +129,21 @@ export interface SealNodeEnvelope {
   payload: Buffer;
 }
 
+/**
+ * orch addition (docs/CLUSTER.md "Freshness and replay"): the sender appends this message's bytes to the
+ * serialized request in every SealNodeEnvelope payload, so the stamp is covered by the signature. Its field
+ * numbers are used by no cluster request message; protobuf merges concatenated messages, so the payload still
+ * decodes as the RPC's request (which skips these fields) and, read as SealNodeStamp, yields the stamp. The
+ * receiver refuses a payload without a stamp, with `sent_at` more than 30 s from its clock, or whose nonce it
+ * has already accepted from that node.
+ */
+export interface SealNodeStamp {
+  /** ISO 8601 UTC, when the envelope was made. */
+  orch_sent_at: string;
+  /** 16 random bytes, unique per envelope. */
+  orch_nonce: Buffer;
+}
+
 export interface AttestNodeRequest {
   /** Must equal the node id in the node configuration. */
   node_id: string;
@@ -413,6 +428,99 @@ export const SealNodeEnvelope: MessageFns<SealNodeEnvelope> = {
     message.node_security_token = object.node_security_token ?? "";
     message.signature = object.signature ?? Buffer.alloc(0);
     message.payload = object.payload ?? Buffer.alloc(0);
+    return message;
+  },
+};
+
+function createBaseSealNodeStamp(): SealNodeStamp {
+  return { orch_sent_at: "", orch_nonce: Buffer.alloc(0) };
+}
+
+export const SealNodeStamp: MessageFns<SealNodeStamp> = {
+  encode(message: SealNodeStamp, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.orch_sent_at !== "") {
+      writer.uint32(16370).string(message.orch_sent_at);
+    }
+    if (message.orch_nonce.length !== 0) {
+      writer.uint32(16378).bytes(message.orch_nonce);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SealNodeStamp {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSealNodeStamp();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 2046: {
+            if (tag !== 16370) {
+              break;
+            }
+
+            message.orch_sent_at = reader.string();
+            continue;
+          }
+          case 2047: {
+            if (tag !== 16378) {
+              break;
+            }
+
+            message.orch_nonce = Buffer.from(reader.bytes());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SealNodeStamp {
+    return {
+      orch_sent_at: isSet(object.orchSentAt)
+        ? globalThis.String(object.orchSentAt)
+        : isSet(object.orch_sent_at)
+        ? globalThis.String(object.orch_sent_at)
+        : "",
+      orch_nonce: isSet(object.orchNonce)
+        ? Buffer.from(bytesFromBase64(object.orchNonce))
+        : isSet(object.orch_nonce)
+        ? Buffer.from(bytesFromBase64(object.orch_nonce))
+        : Buffer.alloc(0),
+    };
+  },
+
+  toJSON(message: SealNodeStamp): unknown {
+    const obj: any = {};
+    if (message.orch_sent_at !== "") {
+      obj.orchSentAt = message.orch_sent_at;
+    }
+    if (message.orch_nonce.length !== 0) {
+      obj.orchNonce = base64FromBytes(message.orch_nonce);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SealNodeStamp>, I>>(base?: I): SealNodeStamp {
+    return SealNodeStamp.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SealNodeStamp>, I>>(object: I): SealNodeStamp {
+    const message = createBaseSealNodeStamp();
+    message.orch_sent_at = object.orch_sent_at ?? "";
+    message.orch_nonce = object.orch_nonce ?? Buffer.alloc(0);
     return message;
   },
 };

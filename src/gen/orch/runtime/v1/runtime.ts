@@ -214,7 +214,14 @@ export interface ConsensusConfig {
   strategy: ConsensusConfig_Strategy;
   threshold?: number | undefined;
   agreement?: number | undefined;
-  n?: number | undefined;
+  n?:
+    | number
+    | undefined;
+  /**
+   * Not in the seed (added for orch; seed 002 min_judges_required, default 1): when fewer judges produce a valid
+   * verdict, the answer is binary_valid false, score and confidence 0, the shortfall in reasoning.
+   */
+  min_judges_required?: number | undefined;
 }
 
 export enum ConsensusConfig_Strategy {
@@ -2987,7 +2994,7 @@ export const JudgeConfig: MessageFns<JudgeConfig> = {
 };
 
 function createBaseConsensusConfig(): ConsensusConfig {
-  return { strategy: 0, threshold: undefined, agreement: undefined, n: undefined };
+  return { strategy: 0, threshold: undefined, agreement: undefined, n: undefined, min_judges_required: undefined };
 }
 
 export const ConsensusConfig: MessageFns<ConsensusConfig> = {
@@ -3003,6 +3010,9 @@ export const ConsensusConfig: MessageFns<ConsensusConfig> = {
     }
     if (message.n !== undefined) {
       writer.uint32(32).uint32(message.n);
+    }
+    if (message.min_judges_required !== undefined) {
+      writer.uint32(40).uint32(message.min_judges_required);
     }
     return writer;
   },
@@ -3052,6 +3062,14 @@ export const ConsensusConfig: MessageFns<ConsensusConfig> = {
             message.n = reader.uint32();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.min_judges_required = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3070,6 +3088,11 @@ export const ConsensusConfig: MessageFns<ConsensusConfig> = {
       threshold: isSet(object.threshold) ? globalThis.Number(object.threshold) : undefined,
       agreement: isSet(object.agreement) ? globalThis.Number(object.agreement) : undefined,
       n: isSet(object.n) ? globalThis.Number(object.n) : undefined,
+      min_judges_required: isSet(object.minJudgesRequired)
+        ? globalThis.Number(object.minJudgesRequired)
+        : isSet(object.min_judges_required)
+        ? globalThis.Number(object.min_judges_required)
+        : undefined,
     };
   },
 
@@ -3087,6 +3110,9 @@ export const ConsensusConfig: MessageFns<ConsensusConfig> = {
     if (message.n !== undefined) {
       obj.n = Math.round(message.n);
     }
+    if (message.min_judges_required !== undefined) {
+      obj.minJudgesRequired = Math.round(message.min_judges_required);
+    }
     return obj;
   },
 
@@ -3099,6 +3125,7 @@ export const ConsensusConfig: MessageFns<ConsensusConfig> = {
     message.threshold = object.threshold ?? undefined;
     message.agreement = object.agreement ?? undefined;
     message.n = object.n ?? undefined;
+    message.min_judges_required = object.min_judges_required ?? undefined;
     return message;
   },
 };

@@ -1,0 +1,74 @@
+// PeerWatch: the controller's heartbeat-deadline clock for every remote peer it owns (docs/CLUSTER.md). One tick
+// costs a few statements whatever the number of peers: renew the claims this controller holds, find the overdue
+// peers and tell their NodePeerActors (which make the fenced UNHEALTHY transition), release rows that were
+// deregistered, and — every few ticks — spawn actors for rows nobody holds (new members registered on a controller
+// that died, or claims that expired).
+import type { Logger } from '../../logging/logger.ts';
+import type { Db } from '../../storage/db.ts';
+import type { ActorRuntime } from '../runtime.ts';
+import { NODE_PEER_KIND } from './actor.ts';
+import * as repo from './repo.ts';
+
+export interface PeerWatchOptions {
+  db: Db;
+  actors: ActorRuntime;
+  selfId: string;
+  heartbeatMs: number;
+  missedHeartbeats: number;
+  /** Default: half a heartbeat period, so a dead peer is seen within `missed + 0.5` periods. */
+  tickMs?: number;
+  logger: Logger;
+}
+
+export class PeerWatch {
+  private timer: NodeJS.Timeout | undefined;
+  private ticks = 0;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(private readonly o: PeerWatchOptions) {
+    this.log = o.logger.child({ component: 'peer-watch' });
+  }
+
+  private get tickMs(): number {
+    return this.o.tickMs ?? Math.max(50, Math.round(this.o.heartbeatMs / 2));
+  }
+
+  start(): this {
+    const loop = (): void => {
+      if (this.stopped) return;
+      this.running = this.tick()
+        .catch((err: unknown) => this.log.warn({ err }, 'peer watch tick failed'))
+        .finally(() => {
+          if (!this.stopped) {
+            this.timer = setTimeout(loop, this.tickMs);
+            this.timer.unref();
+          }
+        });
+    };
+    this.timer = setTimeout(loop, 0);
+    this.timer.unref();
+    return this;
+  }
+
+  /** One pass; exported for tests that drive it by hand. */
+  async tick(): Promise<void> {
+    const { db, actors, selfId } = this.o;
+    const ttl = this.o.heartbeatMs * (this.o.missedHeartbeats + 1);
+    await repo.renewOwnedClaims(db, selfId, ttl);
+    for (const id of await repo.overduePeers(db, selfId, this.o.heartbeatMs * this.o.missedHeartbeats)) {
+      if (!actors.tell(NODE_PEER_KIND, id, { type: 'overdue' })) actors.spawn(NODE_PEER_KIND, id);
+    }
+    for (const id of await repo.releaseDeregistered(db, selfId)) actors.tell(NODE_PEER_KIND, id, { type: 'released' });
+    if (this.ticks++ % 4 === 0) {
+      for (const id of await repo.recoverableNodeIds(db, selfId)) if (id !== selfId) actors.spawn(NODE_PEER_KIND, id);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+}

@@ -1,0 +1,286 @@
+// ClusterAuthority: the controller's side of node identity (seed 000 "Node attestation sequence", "Authentication"
+// of cluster RPCs; docs/CLUSTER.md). AttestNode records a single-use challenge bound to the node id and key the
+// node presented; ChallengeNode checks the Ed25519 signature over the nonce (@noble/curves) and issues the node
+// security token: an RS256 JWT (1 h) whose `cnf.jwk` is the node's Ed25519 key (RFC 7800), signed by the cluster
+// key kept in `cluster_keys` and shared by every controller of the database. verifyEnvelope then checks every
+// token-protected call: bearer token = envelope token, token signature and expiry, Ed25519 signature over the
+// payload by the key in the token, freshness stamp, and the nonce not seen before. The private key is never
+// logged; tokens are never logged either.
+import { randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import type { Metadata } from '@grpc/grpc-js';
+import { Errors, OrchError } from '../errors/catalog.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { Db, Queryable } from '../storage/db.ts';
+import type { SealNodeEnvelope } from '../gen/orch/cluster/v1/cluster.js';
+import { bearerOf, readStamp, STAMP_MAX_SKEW_MS, type NodeCredentials } from './envelope.ts';
+import { publicKeyObject, rawPublicKeyFromPem, verifyEd25519, type NodeKey } from './node-key.ts';
+
+export const NODE_TOKEN_ISSUER = 'orch-cluster';
+export const NODE_TOKEN_AUDIENCE = 'orch-cluster';
+export const NODE_TOKEN_KEY_ID = 'node-token-v1';
+/** Seed 000 "Limits": node security token lifetime. */
+export const NODE_TOKEN_LIFETIME_S = 3600;
+export const CHALLENGE_TTL_MS = 60_000;
+export const NODE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+export type NodeRoleName = 'controller' | 'worker' | 'hybrid';
+
+/** What a verified token says. */
+export interface NodeClaims {
+  nodeId: string;
+  role: NodeRoleName;
+  /** The token's jti: the session cluster_nodes.session_id must name for membership calls. */
+  sessionId: string;
+  expiresAtMs: number;
+  /** base64 of the raw Ed25519 key the token is bound to. */
+  publicKey: string;
+  keyObject: KeyObject;
+}
+
+/** The replay record: true the first time (node, nonce) is seen by any controller. */
+export interface NonceGuard {
+  firstUse(nodeId: string, nonce: string): Promise<boolean>;
+}
+
+/** The replay record in the database (no Redis): one insert per envelope, rows past the window pruned. */
+export class DbNonceGuard implements NonceGuard {
+  private inserts = 0;
+  constructor(private readonly db: Db) {}
+
+  async firstUse(nodeId: string, nonce: string): Promise<boolean> {
+    if (++this.inserts % 500 === 0) {
+      await this.db.query(`DELETE FROM cluster_seen_nonces WHERE seen_at < now() - INTERVAL '2 minutes'`);
+    }
+    const res = await this.db.query(`INSERT INTO cluster_seen_nonces (node_id, nonce) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [nodeId, nonce]);
+    return res.rowCount === 1;
+  }
+}
+
+export interface ClusterAuthorityOptions {
+  db: Db;
+  /** Replay record; default the database. With Redis a shared SET NX (src/seal/replay.ts) is cheaper. */
+  nonces?: NonceGuard;
+  tokenLifetimeSeconds?: number;
+  challengeTtlMs?: number;
+  logger: Logger;
+}
+
+function unauthenticated(message: string): OrchError {
+  return new OrchError(Errors.UNAUTHENTICATED, message);
+}
+
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+const ROLE_OF: Record<number, NodeRoleName | undefined> = { 0: 'controller', 1: 'worker', 2: 'hybrid' };
+
+export function roleName(role: number): NodeRoleName | undefined {
+  return ROLE_OF[role];
+}
+
+export class ClusterAuthority {
+  private signing?: Promise<{ privateKey: CryptoKey; publicKey: CryptoKey }>;
+  private readonly verified = new Map<string, NodeClaims>();
+  private readonly nonces: NonceGuard;
+  private readonly lifetimeS: number;
+  private readonly challengeTtlMs: number;
+  private readonly log: Logger;
+
+  constructor(private readonly o: ClusterAuthorityOptions) {
+    this.nonces = o.nonces ?? new DbNonceGuard(o.db);
+    this.lifetimeS = o.tokenLifetimeSeconds ?? NODE_TOKEN_LIFETIME_S;
+    this.challengeTtlMs = o.challengeTtlMs ?? CHALLENGE_TTL_MS;
+    this.log = o.logger.child({ component: 'cluster-authority' });
+  }
+
+  /** The token signing key: made once, kept in cluster_keys, shared by every controller of the database. */
+  private keys(): Promise<{ privateKey: CryptoKey; publicKey: CryptoKey }> {
+    this.signing ??= (async () => {
+      const read = async () =>
+        (await this.o.db.query<{ private_jwk: string; public_jwk: string }>('SELECT private_jwk, public_jwk FROM cluster_keys WHERE id = $1', [NODE_TOKEN_KEY_ID])).rows[0];
+      let row = await read();
+      if (!row) {
+        const pair = await generateKeyPair('RS256', { extractable: true, modulusLength: 2048 });
+        await this.o.db.query(
+          `INSERT INTO cluster_keys (id, alg, private_jwk, public_jwk) VALUES ($1, 'RS256', $2, $3) ON CONFLICT (id) DO NOTHING`,
+          [NODE_TOKEN_KEY_ID, JSON.stringify(await exportJWK(pair.privateKey)), JSON.stringify(await exportJWK(pair.publicKey))],
+        );
+        row = await read();
+        if (!row) throw new OrchError(Errors.INTERNAL, 'cluster token key could not be stored');
+        this.log.info('cluster token signing key created');
+      }
+      return {
+        privateKey: (await importJWK(JSON.parse(row.private_jwk) as JWK, 'RS256')) as CryptoKey,
+        publicKey: (await importJWK(JSON.parse(row.public_jwk) as JWK, 'RS256')) as CryptoKey,
+      };
+    })();
+    this.signing.catch(() => (this.signing = undefined));
+    return this.signing;
+  }
+
+  /** AttestNode: a challenge for (node id, key, role). */
+  async attest(req: { node_id: string; public_key_pem: string; role: number }): Promise<{ challenge_nonce: string; challenge_id: string }> {
+    if (!NODE_ID_RE.test(req.node_id)) throw new OrchError(Errors.BAD_REQUEST, 'node_id must be 1-63 letters, digits, ".", "_" or "-"');
+    const role = roleName(req.role);
+    if (role !== 'worker' && role !== 'hybrid') throw new OrchError(Errors.BAD_REQUEST, 'role must be WORKER or HYBRID');
+    const raw = Buffer.from(rawPublicKeyFromPem(req.public_key_pem)).toString('base64');
+    await this.checkPinned(this.o.db, req.node_id, raw);
+    const challengeId = randomUUID();
+    const nonce = randomBytes(32).toString('hex');
+    await this.o.db.query(
+      `INSERT INTO cluster_challenges (challenge_id, node_id, role, public_key, nonce, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + ($6::INT * INTERVAL '1 millisecond'))`,
+      [challengeId, req.node_id, role, raw, nonce, this.challengeTtlMs],
+    );
+    return { challenge_nonce: nonce, challenge_id: challengeId };
+  }
+
+  /** A live member keeps the key it registered with; only a DEREGISTERED (or unknown) node id takes a new one. */
+  private async checkPinned(db: Queryable, nodeId: string, publicKey: string): Promise<void> {
+    const row = (await db.query<{ public_key: string | null; status: string }>(`SELECT public_key, status FROM cluster_nodes WHERE node_id = $1`, [nodeId])).rows[0];
+    if (row && row.status !== 'DEREGISTERED' && row.public_key !== null && row.public_key !== publicKey) {
+      throw new OrchError(Errors.FORBIDDEN, `node ${nodeId} is a member with another key; deregister it first`);
+    }
+  }
+
+  /** ChallengeNode: single use, unexpired, signed by the attested key → the node security token. */
+  async challenge(req: { challenge_id: string; signature: Uint8Array }): Promise<{ node_security_token: string; expires_at: string }> {
+    if (!/^[0-9a-f-]{36}$/i.test(req.challenge_id)) throw unauthenticated('unknown challenge');
+    // Taken before the signature is checked: a challenge gets exactly one attempt.
+    const row = (
+      await this.o.db.query<{ node_id: string; role: NodeRoleName; public_key: string; nonce: string; expired: boolean }>(
+        `UPDATE cluster_challenges SET used_at = now() WHERE challenge_id = $1 AND used_at IS NULL
+         RETURNING node_id, role, public_key, nonce, (expires_at < now()) AS expired`,
+        [req.challenge_id],
+      )
+    ).rows[0];
+    if (!row) throw unauthenticated('unknown or already used challenge');
+    if (row.expired) throw unauthenticated('challenge expired');
+    const pub = Buffer.from(row.public_key, 'base64');
+    let ok = false;
+    try {
+      ok = req.signature.length === 64 && ed25519.verify(req.signature, Buffer.from(row.nonce, 'utf8'), pub);
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw unauthenticated('challenge signature does not verify with the attested key');
+    const sessionId = randomUUID();
+    await this.o.db.tx(async (tx) => {
+      await this.checkPinned(tx, row.node_id, row.public_key);
+      // A live member's new session replaces its old one (token refresh): the old token stops working at once.
+      await tx.query(`UPDATE cluster_nodes SET session_id = $2, updated_at = now() WHERE node_id = $1 AND status <> 'DEREGISTERED' AND public_key = $3`, [
+        row.node_id,
+        sessionId,
+        row.public_key,
+      ]);
+    });
+    const issued = await this.issue(row.node_id, row.role, row.public_key, sessionId);
+    this.log.info({ peer: row.node_id, role: row.role }, 'node attested');
+    return { node_security_token: issued.token, expires_at: new Date(issued.expiresAtMs).toISOString() };
+  }
+
+  /** Signs a node token (also the controller's own, for controller-to-worker calls). */
+  async issue(nodeId: string, role: NodeRoleName, publicKey: string, sessionId: string = randomUUID()): Promise<{ token: string; expiresAtMs: number }> {
+    const { privateKey } = await this.keys();
+    const nowS = Math.floor(Date.now() / 1000);
+    const exp = nowS + this.lifetimeS;
+    const x = Buffer.from(publicKey, 'base64').toString('base64url');
+    const token = await new SignJWT({ role, cnf: { jwk: { kty: 'OKP', crv: 'Ed25519', x } } })
+      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', kid: NODE_TOKEN_KEY_ID })
+      .setIssuer(NODE_TOKEN_ISSUER)
+      .setAudience(NODE_TOKEN_AUDIENCE)
+      .setSubject(nodeId)
+      .setJti(sessionId)
+      .setIssuedAt(nowS)
+      .setExpirationTime(exp)
+      .sign(privateKey);
+    return { token, expiresAtMs: exp * 1000 };
+  }
+
+  /** Credentials for this controller's own calls to workers (ForwardExecution, PushConfig). */
+  async selfCredentials(nodeId: string, role: NodeRoleName, key: NodeKey): Promise<NodeCredentials & { expiresAtMs: number }> {
+    const issued = await this.issue(nodeId, role, Buffer.from(key.publicKey).toString('base64'));
+    return { nodeId, token: issued.token, key, expiresAtMs: issued.expiresAtMs };
+  }
+
+  /** Checks a node token: signature by the cluster key, issuer, audience, expiry, a bound Ed25519 key. */
+  async verifyToken(token: string): Promise<NodeClaims> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.expiresAtMs > Date.now()) return cached;
+      this.verified.delete(token);
+      throw unauthenticated('node token expired');
+    }
+    const { publicKey } = await this.keys();
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, publicKey, { algorithms: ['RS256'], issuer: NODE_TOKEN_ISSUER, audience: NODE_TOKEN_AUDIENCE }));
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      throw unauthenticated(code === 'ERR_JWT_EXPIRED' ? 'node token expired' : 'invalid node token');
+    }
+    const cnf = (payload.cnf as { jwk?: { kty?: string; crv?: string; x?: string } } | undefined)?.jwk;
+    const role = payload.role;
+    if (
+      typeof payload.sub !== 'string' ||
+      typeof payload.jti !== 'string' ||
+      typeof payload.exp !== 'number' ||
+      (role !== 'worker' && role !== 'hybrid' && role !== 'controller') ||
+      cnf?.kty !== 'OKP' ||
+      cnf.crv !== 'Ed25519' ||
+      typeof cnf.x !== 'string'
+    ) {
+      throw unauthenticated('invalid node token');
+    }
+    const raw = Buffer.from(cnf.x, 'base64url');
+    if (raw.length !== 32) throw unauthenticated('invalid node token');
+    const claims: NodeClaims = {
+      nodeId: payload.sub,
+      role,
+      sessionId: payload.jti,
+      expiresAtMs: payload.exp * 1000,
+      publicKey: raw.toString('base64'),
+      keyObject: publicKeyObject(raw),
+    };
+    if (this.verified.size >= 20_000) {
+      const now = Date.now();
+      for (const [t, c] of this.verified) if (c.expiresAtMs <= now || this.verified.size >= 20_000) this.verified.delete(t);
+    }
+    this.verified.set(token, claims);
+    return claims;
+  }
+
+  /**
+   * Every token-protected RPC: the metadata token, the envelope (same token, Ed25519 signature over the payload by
+   * the token's key), a fresh stamp, and a nonce never seen from this node. Answers the claims and the payload
+   * (request bytes followed by the stamp; the generated decoders skip the stamp's fields).
+   */
+  async verifyEnvelope(metadata: Metadata, envelope: SealNodeEnvelope): Promise<{ claims: NodeClaims; payload: Uint8Array }> {
+    const bearer = bearerOf(metadata);
+    if (!bearer) throw unauthenticated('missing node token in metadata authorization');
+    if (!envelope.node_security_token || !sameText(bearer, envelope.node_security_token)) {
+      throw unauthenticated('envelope token does not match the authorization metadata');
+    }
+    const claims = await this.verifyToken(bearer);
+    return { claims, payload: await verifySignedPayload(claims, envelope, this.nonces) };
+  }
+}
+
+/** Signature, stamp and replay checks of an envelope whose token is already verified. */
+export async function verifySignedPayload(claims: NodeClaims, envelope: SealNodeEnvelope, nonces: NonceGuard, now = Date.now()): Promise<Uint8Array> {
+  const payload = envelope.payload;
+  if (!payload || payload.length === 0) throw new OrchError(Errors.BAD_REQUEST, 'envelope payload is empty');
+  if (!verifyEd25519(claims.keyObject, payload, envelope.signature ?? new Uint8Array())) {
+    throw unauthenticated('envelope signature does not verify with the node key');
+  }
+  const stamp = readStamp(payload);
+  if (!stamp) throw unauthenticated('envelope payload carries no freshness stamp');
+  if (Math.abs(now - stamp.sentAtMs) > STAMP_MAX_SKEW_MS) throw unauthenticated('envelope is stale');
+  if (!(await nonces.firstUse(claims.nodeId, stamp.nonce))) throw unauthenticated('envelope replayed');
+  return payload;
+}

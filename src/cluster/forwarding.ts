@@ -1,0 +1,364 @@
+// The controller's side of running executions on workers (docs/ROUTING.md). On a `controller` node the
+// ExecutionService writes the row as everywhere (pending, claimed for this node) and spawns the `execution` actor;
+// here that kind is the ForwardingActor: it routes the execution (RouteExecution's rotation), hands the row to the
+// chosen worker (owner_node = worker, a new epoch), calls ForwardExecution on it and, for every event the worker
+// streams back, publishes what the worker has persisted (the shared database) on this controller's bus, so clients
+// on any controller see it live. A worker lost mid-execution — the stream breaks and the worker cannot be reached
+// again, or its heartbeats stop (the sweep below) — ends the execution `failed` with reason `worker_lost`; one that
+// had not started yet is routed again to another worker. Every change of hands bumps the row's epoch, so a worker
+// that was only cut off is fenced: its later writes change nothing.
+import { status as GrpcStatus, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import type { ActorHandle, ActorKind, ActorMessage, Behaviour } from '../actors/kind.ts';
+import type { ActorRuntime } from '../actors/runtime.ts';
+import type { EventBus } from '../bus/bus.ts';
+import { EXECUTION_KIND } from '../agents/execution/actor.ts';
+import { appendExecutionEvent, readExecutionEvents } from '../agents/execution/events.ts';
+import { getExecution, isTerminal, type ExecutionRow } from '../agents/execution/repo.ts';
+import { ForwardExecutionRequest, type NodeCapabilityAdvertisement } from '../gen/orch/cluster/v1/cluster.js';
+import type { ExecutionEvent } from '../gen/orch/runtime/v1/runtime.js';
+import type { Logger } from '../logging/logger.ts';
+import type { Db } from '../storage/db.ts';
+import { NodeClusterClient, type CallCredentials } from './client.ts';
+import { ExecutionRouter, requirementsOf } from './routing.ts';
+
+export const WORKER_LOST = 'worker_lost';
+
+export interface ForwardingSettings {
+  db: Db;
+  bus: EventBus;
+  actors: ActorRuntime;
+  /** This controller's node id. */
+  nodeId: string;
+  router: ExecutionRouter;
+  /** The controller's own node token and key, for calls to workers. */
+  credentials: () => Promise<CallCredentials>;
+  /** The claim a worker gets on the row when it is handed over (its actor renews it). */
+  leaseMs: number;
+  /** How long a broken stream may take to come back before the worker counts as lost. */
+  reconnectMs?: number;
+  logger: Logger;
+}
+
+type ForwardMessage = ActorMessage & ({ type: 'peer_lost'; nodeId: string } | { type: 'cancel'; reply?: (accepted: boolean) => void });
+
+/** One gRPC client per worker address, kept while the controller runs. */
+export class WorkerClients {
+  private readonly clients = new Map<string, NodeClusterClient>();
+
+  get(address: string): NodeClusterClient {
+    let c = this.clients.get(address);
+    if (!c) {
+      c = new NodeClusterClient(address);
+      this.clients.set(address, c);
+    }
+    return c;
+  }
+
+  close(): void {
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
+  }
+}
+
+export type LostOutcome = 'failed' | 'rerouted' | 'unchanged';
+
+/**
+ * The worker `lost` that held execution `id` is gone. A pending execution (never started) is taken back by
+ * `controller` (to be routed again); a running one ends `failed` with reason `worker_lost`. Guarded by the owner,
+ * so of several controllers noticing at once exactly one acts; the others answer `unchanged`.
+ */
+export async function handleWorkerLost(s: { db: Db; bus: EventBus; logger: Logger }, id: string, lost: string, controller: string, leaseMs: number): Promise<LostOutcome> {
+  const back = await s.db.query(
+    `UPDATE executions SET owner_node = $3, epoch = epoch + 1, lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond'), updated_at = now()
+     WHERE id = $1 AND owner_node = $2 AND status = 'pending'`,
+    [id, lost, controller, Math.round(leaseMs)],
+  );
+  if (back.rowCount > 0) {
+    s.logger.warn({ execution: id, worker: lost }, 'worker lost before the execution started; routing it again');
+    return 'rerouted';
+  }
+  const event = await s.db.tx(async (tx) => {
+    const res = await tx.query<{ iteration: number }>(
+      `UPDATE executions SET status = 'failed', reason = $3, owner_node = NULL, lease_expires_at = NULL, epoch = epoch + 1,
+         completed_at = now(), updated_at = now()
+       WHERE id = $1 AND owner_node = $2 AND status IN ('pending', 'running')
+       RETURNING iteration`,
+      [id, lost, WORKER_LOST],
+    );
+    const row = res.rows[0];
+    if (!row) return undefined;
+    return appendExecutionEvent(tx, id, 'execution_failed', 'terminal', {
+      execution_id: id,
+      reason: WORKER_LOST,
+      total_iterations: row.iteration,
+      failed_at: new Date().toISOString(),
+    });
+  });
+  if (event === undefined) return 'unchanged';
+  if (event) await s.bus.publish(event).catch(() => undefined);
+  s.logger.warn({ execution: id, worker: lost }, 'worker lost mid-execution; execution failed (worker_lost)');
+  return 'failed';
+}
+
+class ForwardingBehaviour implements Behaviour<ForwardMessage> {
+  private stream: ClientReadableStream<ExecutionEvent> | undefined;
+  private worker: { nodeId: string; grpcAddress: string } | undefined;
+  private lastSeq = 0;
+  private stopped = false;
+  private readonly tried: string[] = [];
+  private readonly log: Logger;
+
+  constructor(
+    private readonly s: ForwardingSettings,
+    private readonly clients: WorkerClients,
+    private readonly actor: ActorHandle<ForwardMessage>,
+  ) {
+    this.log = s.logger.child({ actor: 'execution-forward', execution: actor.key });
+  }
+
+  async recover(): Promise<void> {
+    const row = await getExecution(this.s.db, this.actor.key);
+    if (!row || isTerminal(row.status)) return this.finish();
+    if (row.owner_node === this.s.nodeId) {
+      if (row.cancel_requested) return this.finishCancelled(row);
+      await this.assign(row);
+      return;
+    }
+    // Already on a worker (a controller restarted while it ran): follow it there.
+    const peer = row.owner_node ? await this.addressOf(row.owner_node) : undefined;
+    if (!peer) return this.finish();
+    this.worker = peer;
+    this.open();
+  }
+
+  private async addressOf(nodeId: string): Promise<{ nodeId: string; grpcAddress: string } | undefined> {
+    const res = await this.s.db.query<{ grpc_address: string | null }>('SELECT grpc_address FROM cluster_nodes WHERE node_id = $1', [nodeId]);
+    const address = res.rows[0]?.grpc_address;
+    return address ? { nodeId, grpcAddress: address } : undefined;
+  }
+
+  /** Routes the row this controller holds to a worker and hands it over; no worker: the execution fails. */
+  private async assign(row: ExecutionRow): Promise<void> {
+    const required: Partial<NodeCapabilityAdvertisement> = requirementsOf(row.manifest);
+    let target;
+    try {
+      target = await this.s.router.route(required, this.tried);
+    } catch (err) {
+      await this.failHere(row, (err as Error).message);
+      return;
+    }
+    const res = await this.s.db.query(
+      `UPDATE executions SET owner_node = $3, epoch = epoch + 1, lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond'), updated_at = now()
+       WHERE id = $1 AND owner_node = $2 AND status = 'pending'`,
+      [row.id, this.s.nodeId, target.nodeId, Math.round(this.s.leaseMs)],
+    );
+    if (res.rowCount === 0) return this.finish();
+    this.tried.push(target.nodeId);
+    this.worker = target;
+    this.log.info({ worker: target.nodeId }, 'execution routed');
+    this.open();
+  }
+
+  /** Fails an execution this controller still holds (no worker can take it). */
+  private async failHere(row: ExecutionRow, reason: string): Promise<void> {
+    const event = await this.s.db.tx(async (tx) => {
+      const res = await tx.query(
+        `UPDATE executions SET status = 'failed', reason = $3, owner_node = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
+         WHERE id = $1 AND owner_node = $2 AND status IN ('pending', 'running')`,
+        [row.id, this.s.nodeId, reason],
+      );
+      if (res.rowCount === 0) return null;
+      return appendExecutionEvent(tx, row.id, 'execution_failed', 'terminal', { execution_id: row.id, reason, total_iterations: 0, failed_at: new Date().toISOString() });
+    });
+    if (event) await this.s.bus.publish(event).catch(() => undefined);
+    this.log.warn({ reason }, 'execution could not be routed');
+    this.finish();
+  }
+
+  private async finishCancelled(row: ExecutionRow): Promise<void> {
+    const event = await this.s.db.tx(async (tx) => {
+      const res = await tx.query(
+        `UPDATE executions SET status = 'cancelled', reason = 'cancelled', owner_node = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
+         WHERE id = $1 AND owner_node = $2 AND status = 'pending'`,
+        [row.id, this.s.nodeId],
+      );
+      if (res.rowCount === 0) return null;
+      return appendExecutionEvent(tx, row.id, 'execution_failed', 'terminal', { execution_id: row.id, reason: 'cancelled', total_iterations: 0, failed_at: new Date().toISOString() });
+    });
+    if (event) await this.s.bus.publish(event).catch(() => undefined);
+    this.finish();
+  }
+
+  /** Calls ForwardExecution on the worker; events are relayed as they come, a break is judged by `broken`. */
+  private open(attempt = 0): void {
+    const worker = this.worker;
+    if (!worker || this.stopped) return;
+    void (async () => {
+      const row = await getExecution(this.s.db, this.actor.key);
+      if (!row || isTerminal(row.status)) return this.finish();
+      const req = ForwardExecutionRequest.encode({
+        execution_id: row.id,
+        agent_id: row.agent_id,
+        manifest_yaml: JSON.stringify(row.manifest),
+        input: row.input,
+        context_json: row.context_json ?? '',
+      }).finish();
+      const creds = await this.s.credentials();
+      const stream = this.clients.get(worker.grpcAddress).stream<ExecutionEvent>('forwardExecution', req, creds);
+      this.stream = stream;
+      let ended = false;
+      stream.on('data', () => void this.relay());
+      stream.on('error', (err: ServiceError) => {
+        if (ended) return;
+        ended = true;
+        void this.broken(worker, err, attempt);
+      });
+      stream.on('end', () => {
+        if (ended) return;
+        ended = true;
+        void this.relay().then(() => this.afterEnd(worker));
+      });
+    })().catch((err: unknown) => void this.broken(worker, err as ServiceError, attempt));
+  }
+
+  /** Publishes what the worker has persisted since the last relay, in order. */
+  private async relay(): Promise<void> {
+    const events = await readExecutionEvents(this.s.db, this.actor.key, this.lastSeq + 1).catch(() => []);
+    for (const e of events) {
+      if (e.seq <= this.lastSeq) continue;
+      this.lastSeq = e.seq;
+      await this.s.bus.publish(e).catch(() => undefined);
+    }
+  }
+
+  private async afterEnd(worker: { nodeId: string; grpcAddress: string }): Promise<void> {
+    const row = await getExecution(this.s.db, this.actor.key);
+    if (!row || isTerminal(row.status)) return this.finish();
+    // The stream ended without a terminal event: the worker let go (it is stopping). Judge it like a break.
+    await this.broken(worker, Object.assign(new Error('stream ended early'), { code: GrpcStatus.UNAVAILABLE }) as ServiceError, 0);
+  }
+
+  private async broken(worker: { nodeId: string; grpcAddress: string }, err: ServiceError, attempt: number): Promise<void> {
+    if (this.stopped) return;
+    await this.relay();
+    const row = await getExecution(this.s.db, this.actor.key);
+    if (!row || isTerminal(row.status) || row.owner_node !== worker.nodeId) return this.finish();
+    // One reconnect: a worker that is alive answers again from its history; a killed one refuses at once.
+    if (attempt === 0 && err.code !== GrpcStatus.PERMISSION_DENIED && err.code !== GrpcStatus.UNAUTHENTICATED) {
+      this.log.info({ worker: worker.nodeId, code: err.code, err: err.message }, 'forward stream broke; reconnecting once');
+      setTimeout(() => this.open(1), Math.min(this.s.reconnectMs ?? 250, 2000)).unref();
+      return;
+    }
+    await this.lost(worker.nodeId, `stream: ${err.message}`);
+  }
+
+  private async lost(workerId: string, why: string): Promise<void> {
+    if (this.stopped) return;
+    this.log.warn({ worker: workerId, why }, 'worker lost');
+    this.stream?.cancel();
+    this.stream = undefined;
+    const outcome = await handleWorkerLost(this.s, this.actor.key, workerId, this.s.nodeId, this.s.leaseMs);
+    await this.relay();
+    if (outcome === 'rerouted') {
+      const row = await getExecution(this.s.db, this.actor.key);
+      if (row && !isTerminal(row.status)) return this.assign(row);
+    }
+    this.finish();
+  }
+
+  async handle(msg: ForwardMessage): Promise<void> {
+    switch (msg.type) {
+      case 'peer_lost':
+        if (this.worker?.nodeId === msg.nodeId) await this.lost(msg.nodeId, 'missed heartbeats');
+        return;
+      case 'cancel':
+        // cancel_requested is on the row: the worker's actor sees it at its next lease renewal.
+        msg.reply?.(true);
+        return;
+    }
+  }
+
+  private finish(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.stream?.cancel();
+    this.stream = undefined;
+    this.actor.stop();
+  }
+
+  async shutdown(): Promise<void> {
+    this.stopped = true;
+    this.stream?.cancel();
+  }
+}
+
+export interface ForwardingCapability {
+  kind: ActorKind<ActorMessage>;
+  /** Starts the sweep that notices workers lost by their heartbeats; answers the function that stops it. */
+  startSweeper(intervalMs: number): () => void;
+  /** One pass of the sweep (tests, bench). */
+  sweep(): Promise<void>;
+  close(): void;
+}
+
+/** Ids of executions held by workers that are gone: UNHEALTHY, DEREGISTERED, or whose claim expired. */
+async function lostExecutions(db: Db): Promise<{ id: string; owner_node: string }[]> {
+  const res = await db.query<{ id: string; owner_node: string }>(
+    `SELECT e.id::TEXT AS id, e.owner_node FROM executions e JOIN cluster_nodes n ON n.node_id = e.owner_node
+     WHERE e.status IN ('pending', 'running') AND n.role = 'worker'
+       AND (n.status IN ('UNHEALTHY', 'DEREGISTERED') OR e.lease_expires_at < now())`,
+  );
+  return res.rows;
+}
+
+export function startForwarding(s: ForwardingSettings): ForwardingCapability {
+  const clients = new WorkerClients();
+  const kind: ActorKind<ForwardMessage> = {
+    name: EXECUTION_KIND,
+    // Executions this controller took but had not handed to a worker when it stopped.
+    recoverableKeys: async () =>
+      (
+        await s.db.query<{ id: string }>(
+          `SELECT id::TEXT AS id FROM executions WHERE status = 'pending' AND (owner_node = $1 OR (owner_node IS NULL) OR lease_expires_at < now())
+             AND (owner_node IS NULL OR owner_node NOT IN (SELECT node_id FROM cluster_nodes WHERE role IN ('worker', 'hybrid') AND status IN ('ACTIVE', 'DRAINING')))
+           ORDER BY created_at`,
+          [s.nodeId],
+        )
+      ).rows.map((r) => r.id),
+    create: (handle) => new ForwardingBehaviour(s, clients, handle),
+    giveUp: async (key, reason) => {
+      await s.db.query(
+        `UPDATE executions SET status = 'failed', reason = $2, completed_at = now(), updated_at = now() WHERE id = $1 AND owner_node = $3 AND status IN ('pending', 'running')`,
+        [key, reason, s.nodeId],
+      );
+    },
+  };
+  s.actors.register<ForwardMessage>(kind);
+  const sweep = async (): Promise<void> => {
+    for (const r of await lostExecutions(s.db)) {
+      if (s.actors.isLive(EXECUTION_KIND, r.id)) {
+        s.actors.tell(EXECUTION_KIND, r.id, { type: 'peer_lost', nodeId: r.owner_node } as ActorMessage);
+        continue;
+      }
+      const outcome = await handleWorkerLost(s, r.id, r.owner_node, s.nodeId, s.leaseMs);
+      if (outcome === 'rerouted') s.actors.spawn(EXECUTION_KIND, r.id);
+    }
+  };
+  return {
+    kind: kind as unknown as ActorKind<ActorMessage>,
+    sweep,
+    startSweeper: (intervalMs) => {
+      let running = false;
+      const timer = setInterval(() => {
+        if (running) return;
+        running = true;
+        sweep()
+          .catch((err: unknown) => s.logger.warn({ err }, 'worker-loss sweep failed'))
+          .finally(() => (running = false));
+      }, intervalMs);
+      timer.unref();
+      return () => clearInterval(timer);
+    },
+    close: () => clients.close(),
+  };
+}

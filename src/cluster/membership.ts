@@ -1,0 +1,318 @@
+// Membership on the controller (docs/CLUSTER.md): RegisterNode, Heartbeat, DeregisterNode, drains and the
+// commands that ride on heartbeat responses, and the controller-managed configuration behind SyncConfig. The
+// row in cluster_nodes is the truth; the NodePeerActor of the controller that owns the row watches its heartbeat
+// deadline (src/actors/node-peer/actor.ts). Any controller answers any member's calls.
+//
+// The common heartbeat is one UPDATE (no status change, no command waiting); anything else takes the slow path:
+// a transaction that reads the row, changes it and appends its status event together.
+import { createHash, randomUUID } from 'node:crypto';
+import { parse as parseYaml } from 'yaml';
+import { Errors, OrchError } from '../errors/catalog.ts';
+import type { EventBus } from '../bus/bus.ts';
+import type { Logger } from '../logging/logger.ts';
+import type { Db, Queryable } from '../storage/db.ts';
+import { appendEvent } from '../storage/event-log.ts';
+import type { BusEvent } from '../bus/bus.ts';
+import { nodeStream } from '../actors/node-peer/actor.ts';
+import type { PeerStatus } from '../actors/node-peer/repo.ts';
+import { NodePeerStatus, type HeartbeatRequest, type NodeCommand, type RegisterNodeRequest } from '../gen/orch/cluster/v1/cluster.js';
+import type { NodeClaims } from './authority.ts';
+import { capabilitiesOf } from './peers.ts';
+import { checkManagedConfig } from './managed-config.ts';
+
+export const MANAGED_CONFIG_ID = 'current';
+
+export interface MembershipOptions {
+  db: Db;
+  bus: EventBus;
+  logger: Logger;
+  /** Called after a registration is written (the controller spawns the member's NodePeerActor). */
+  onRegistered?: (nodeId: string) => void;
+}
+
+interface LiveRow {
+  status: PeerStatus;
+  session_id: string | null;
+  peer_id: string | null;
+  public_key: string | null;
+  commands: NodeCommand[] | null;
+  drain_requested_at: Date | null;
+}
+
+function reportedStatus(s: NodePeerStatus | undefined): 'ACTIVE' | 'DRAINING' {
+  return s === NodePeerStatus.DRAINING ? 'DRAINING' : 'ACTIVE';
+}
+
+export function configHash(yaml: string): string {
+  return createHash('sha256').update(yaml, 'utf8').digest('hex');
+}
+
+export class Membership {
+  private readonly log: Logger;
+  readonly db: Db;
+  private readonly batch: HeartbeatBatcher;
+  constructor(private readonly o: MembershipOptions) {
+    this.db = o.db;
+    this.log = o.logger.child({ component: 'membership' });
+    this.batch = new HeartbeatBatcher(o.db, this.log);
+  }
+
+  private async publish(events: (BusEvent | null | undefined)[]): Promise<void> {
+    for (const e of events) if (e) await this.o.bus.publish(e).catch((err: unknown) => this.log.warn({ err }, 'publishing a node event failed'));
+  }
+
+  /** RegisterNode: the token's node joins (or re-joins) with its capabilities; answers the new peer id. */
+  async register(claims: NodeClaims, req: RegisterNodeRequest): Promise<string> {
+    if (claims.role === 'controller') throw new OrchError(Errors.FORBIDDEN, 'a controller token cannot register as a member');
+    const caps = capabilitiesOf(req.capabilities);
+    const grpcAddress = req.grpc_address.trim() || null;
+    if (grpcAddress && !/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/.test(grpcAddress)) throw new OrchError(Errors.BAD_REQUEST, 'grpc_address must be host:port');
+    const peerId = randomUUID();
+    const event = await this.o.db.tx(async (tx) => {
+      const row = await this.lock(tx, claims.nodeId);
+      if (row && row.status !== 'DEREGISTERED') {
+        // A row no member key was ever registered for is a controller's or hybrid's own: not to be taken over.
+        if (row.public_key === null) throw new OrchError(Errors.FORBIDDEN, `node id ${claims.nodeId} is in use by a node that did not join through attestation`);
+        if (row.public_key !== claims.publicKey) {
+          throw new OrchError(Errors.FORBIDDEN, `node ${claims.nodeId} is a member with another key`);
+        }
+        if (row.session_id !== null && row.session_id !== claims.sessionId) throw new OrchError(Errors.UNAUTHENTICATED, 'node token superseded; attest again');
+      }
+      const rejoin = row !== undefined && row.status !== 'DEREGISTERED';
+      const status: PeerStatus = rejoin && row.drain_requested_at !== null ? 'DRAINING' : 'ACTIVE';
+      await tx.query(
+        `INSERT INTO cluster_nodes (node_id, role, status, grpc_address, tags, capabilities, registered_at, last_heartbeat_at,
+           heartbeat_count, public_key, session_id, peer_id, epoch, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, now(), now(), 0, $7, $8, $9, 0, now())
+         ON CONFLICT (node_id) DO UPDATE SET
+           role = excluded.role, status = excluded.status, grpc_address = excluded.grpc_address, tags = excluded.tags,
+           capabilities = excluded.capabilities, registered_at = now(), last_heartbeat_at = now(),
+           public_key = excluded.public_key, session_id = excluded.session_id, peer_id = excluded.peer_id,
+           drain_requested_at = CASE WHEN $10::BOOLEAN THEN cluster_nodes.drain_requested_at ELSE NULL END,
+           drain_reason = CASE WHEN $10::BOOLEAN THEN cluster_nodes.drain_reason ELSE NULL END,
+           commands = CASE WHEN $10::BOOLEAN THEN cluster_nodes.commands ELSE NULL END,
+           updated_at = now()`,
+        [claims.nodeId, claims.role, status, grpcAddress, JSON.stringify(caps.tags), JSON.stringify(caps), claims.publicKey, claims.sessionId, peerId, rejoin],
+      );
+      return appendEvent(tx, nodeStream(claims.nodeId), 'registered', { node_id: claims.nodeId, role: claims.role, status, peer_id: peerId, tags: caps.tags });
+    });
+    await this.publish([event]);
+    this.log.info({ peer: claims.nodeId, role: claims.role }, 'node registered');
+    this.o.onRegistered?.(claims.nodeId);
+    return peerId;
+  }
+
+  private async lock(tx: Queryable, nodeId: string): Promise<LiveRow | undefined> {
+    return (
+      await tx.query<LiveRow>(
+        `SELECT status, session_id, peer_id, public_key, commands, drain_requested_at FROM cluster_nodes WHERE node_id = $1 FOR UPDATE`,
+        [nodeId],
+      )
+    ).rows[0];
+  }
+
+  /** Heartbeat: records time and load, brings an UNHEALTHY member back, answers the commands waiting for it. */
+  async heartbeat(claims: NodeClaims, req: HeartbeatRequest): Promise<NodeCommand[]> {
+    if (!req.peer_id) throw new OrchError(Errors.BAD_REQUEST, 'peer_id is required (RegisterNode first)');
+    const load = JSON.stringify({
+      active_execution_count: req.active_execution_count,
+      cpu_utilization_percent: Math.round(req.cpu_utilization_percent * 10) / 10,
+      memory_utilization_percent: Math.round(req.memory_utilization_percent * 10) / 10,
+    });
+    const reported = reportedStatus(req.status);
+    if (await this.batch.record({ nodeId: claims.nodeId, sessionId: claims.sessionId, peerId: req.peer_id, load, reported })) return [];
+    const out = await this.o.db.tx(async (tx) => {
+      const row = await this.lock(tx, claims.nodeId);
+      if (!row || row.status === 'DEREGISTERED' || row.peer_id === null) throw new OrchError(Errors.NOT_FOUND, `node ${claims.nodeId} is not registered; RegisterNode first`);
+      if (row.session_id !== claims.sessionId) throw new OrchError(Errors.UNAUTHENTICATED, 'node token superseded; attest again');
+      if (row.peer_id !== req.peer_id) throw new OrchError(Errors.FORBIDDEN, 'peer_id is not this node’s registration');
+      let status: PeerStatus = row.status;
+      if (status === 'UNHEALTHY') status = row.drain_requested_at !== null || reported === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
+      else if (status === 'ACTIVE' && reported === 'DRAINING') status = 'DRAINING';
+      await tx.query(
+        `UPDATE cluster_nodes SET last_heartbeat_at = now(), heartbeat_count = heartbeat_count + 1, load = $2, status = $3,
+           commands = NULL, updated_at = now() WHERE node_id = $1`,
+        [claims.nodeId, load, status],
+      );
+      const event =
+        status !== row.status ? await appendEvent(tx, nodeStream(claims.nodeId), 'status_changed', { node_id: claims.nodeId, status, previous: row.status }) : null;
+      return { commands: row.commands ?? [], event, previous: row.status, status };
+    });
+    if (out.event) this.log.info({ peer: claims.nodeId, from: out.previous, to: out.status }, 'node status changed by heartbeat');
+    await this.publish([out.event]);
+    return out.commands;
+  }
+
+  /** DeregisterNode: idempotent; the member's session ends and it is never routed to again. */
+  async deregister(claims: NodeClaims, peerId: string, reason: string): Promise<void> {
+    const event = await this.o.db.tx(async (tx) => {
+      const res = await tx.query(
+        `UPDATE cluster_nodes SET status = 'DEREGISTERED', session_id = NULL, peer_id = NULL, commands = NULL,
+           drain_requested_at = NULL, drain_reason = NULL, updated_at = now()
+         WHERE node_id = $1 AND session_id = $2 AND ($3 = '' OR peer_id = $3) AND status <> 'DEREGISTERED'`,
+        [claims.nodeId, claims.sessionId, peerId],
+      );
+      if (res.rowCount === 0) return null;
+      return appendEvent(tx, nodeStream(claims.nodeId), 'deregistered', { node_id: claims.nodeId, reason });
+    });
+    if (event) this.log.info({ peer: claims.nodeId, reason }, 'node deregistered');
+    await this.publish([event]);
+  }
+
+  /** Operator drain: DRAINING now, a drain command on the member's next heartbeat response. Idempotent. */
+  async drain(nodeId: string, reason = 'operator request'): Promise<{ node_id: string; status: PeerStatus; already: boolean }> {
+    const out = await this.o.db.tx(async (tx) => {
+      const row = await this.lock(tx, nodeId);
+      if (!row || row.status === 'DEREGISTERED') throw new OrchError(Errors.NOT_FOUND, `node ${nodeId} not found`);
+      if (row.drain_requested_at !== null) return { already: true, event: null };
+      const requestedAt = new Date().toISOString();
+      const command: NodeCommand = { command: { $case: 'drain', value: { reason, requested_at: requestedAt } } };
+      await tx.query(
+        `UPDATE cluster_nodes SET status = 'DRAINING', drain_requested_at = now(), drain_reason = $2,
+           commands = CASE WHEN peer_id IS NULL THEN commands ELSE COALESCE(commands, '[]'::JSONB) || $3::JSONB END, updated_at = now()
+         WHERE node_id = $1`,
+        [nodeId, reason, JSON.stringify([command])],
+      );
+      const event = await appendEvent(tx, nodeStream(nodeId), 'status_changed', { node_id: nodeId, status: 'DRAINING', previous: row.status, reason });
+      return { already: false, event };
+    });
+    await this.publish([out.event]);
+    if (!out.already) this.log.info({ peer: nodeId, reason }, 'drain requested');
+    return { node_id: nodeId, status: 'DRAINING', already: out.already };
+  }
+
+  /** Queues a command for a member's next heartbeat response (shutdown, sync_config …). */
+  async queueCommand(nodeId: string, command: NodeCommand): Promise<void> {
+    const res = await this.o.db.query(
+      `UPDATE cluster_nodes SET commands = COALESCE(commands, '[]'::JSONB) || $2::JSONB, updated_at = now()
+       WHERE node_id = $1 AND peer_id IS NOT NULL AND status <> 'DEREGISTERED'`,
+      [nodeId, JSON.stringify([command])],
+    );
+    if (res.rowCount === 0) throw new OrchError(Errors.NOT_FOUND, `node ${nodeId} is not a registered member`);
+  }
+
+  /** The controller-managed sections (SyncConfig); an empty document when none were set. */
+  async managedConfig(): Promise<{ config_yaml: string; config_hash: string }> {
+    const row = (await this.o.db.query<{ config_yaml: string; config_hash: string }>(`SELECT config_yaml, config_hash FROM cluster_config WHERE id = $1`, [MANAGED_CONFIG_ID]))
+      .rows[0];
+    return row ?? { config_yaml: '', config_hash: configHash('') };
+  }
+
+  /**
+   * Replaces the controller-managed sections (validated first) and queues a sync_config command for every member
+   * that has not applied this hash. Answers the hash.
+   */
+  async setManagedConfig(yaml: string): Promise<string> {
+    let doc: unknown;
+    try {
+      doc = yaml.trim() === '' ? {} : parseYaml(yaml);
+    } catch (err) {
+      throw new OrchError(Errors.VALIDATION, `managed config is not YAML: ${(err as Error).message}`);
+    }
+    const problem = checkManagedConfig(doc);
+    if (problem) throw new OrchError(Errors.VALIDATION, problem);
+    const hash = configHash(yaml);
+    const command: NodeCommand = { command: { $case: 'sync_config', value: { config_hash: hash } } };
+    await this.o.db.tx(async (tx) => {
+      await tx.query(
+        `INSERT INTO cluster_config (id, config_yaml, config_hash, updated_at) VALUES ($1, $2, $3, now())
+         ON CONFLICT (id) DO UPDATE SET config_yaml = excluded.config_yaml, config_hash = excluded.config_hash, updated_at = now()`,
+        [MANAGED_CONFIG_ID, yaml, hash],
+      );
+      await tx.query(
+        `UPDATE cluster_nodes SET commands = COALESCE(commands, '[]'::JSONB) || $2::JSONB, updated_at = now()
+         WHERE peer_id IS NOT NULL AND status <> 'DEREGISTERED' AND (applied_config_hash IS NULL OR applied_config_hash <> $1)`,
+        [hash, JSON.stringify([command])],
+      );
+    });
+    this.log.info({ hash }, 'managed config updated');
+    return hash;
+  }
+
+  /** SyncConfig: the current managed sections; records which hash the member fetched. */
+  async syncConfig(claims: NodeClaims): Promise<{ config_yaml: string; config_hash: string }> {
+    const cfg = await this.managedConfig();
+    await this.o.db.query(`UPDATE cluster_nodes SET applied_config_hash = $3 WHERE node_id = $1 AND session_id = $2`, [claims.nodeId, claims.sessionId, cfg.config_hash]);
+    return cfg;
+  }
+
+  /** Whether the token's session is the member's current one (calls other than heartbeat check it here). */
+  async requireSession(claims: NodeClaims): Promise<void> {
+    if (claims.role === 'controller') return;
+    const row = (await this.o.db.query<{ session_id: string | null }>(`SELECT session_id FROM cluster_nodes WHERE node_id = $1 AND status <> 'DEREGISTERED'`, [claims.nodeId])).rows[0];
+    if (!row || row.session_id !== claims.sessionId) throw new OrchError(Errors.UNAUTHENTICATED, 'node session ended; attest again');
+  }
+}
+
+interface PlainBeat {
+  nodeId: string;
+  sessionId: string;
+  peerId: string;
+  load: string;
+  reported: 'ACTIVE' | 'DRAINING';
+}
+
+/**
+ * The common heartbeat (no status change, no command waiting) of many members in one UPDATE: heartbeats that arrive
+ * while a write is in flight are written together by the next one, so a thousand members cost tens of commits a
+ * second rather than a thousand, and a quiet cluster waits for nobody. `record` answers whether the row matched; a
+ * heartbeat that did not (status to change, commands waiting, session or peer wrong) takes the slow path.
+ */
+class HeartbeatBatcher {
+  private queue: { beat: PlainBeat; done: (matched: boolean) => void; fail: (err: unknown) => void }[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  private static readonly MAX_IN_FLIGHT = 4;
+  private static readonly MAX_BATCH = 500;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+  ) {}
+
+  record(beat: PlainBeat): Promise<boolean> {
+    return new Promise((done, fail) => {
+      this.queue.push({ beat, done, fail });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.scheduled || this.queue.length === 0 || this.inFlight >= HeartbeatBatcher.MAX_IN_FLIGHT) return;
+    // Gather the heartbeats of this turn of the event loop.
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const items = this.queue.splice(0, HeartbeatBatcher.MAX_BATCH);
+      if (items.length === 0) return;
+      this.inFlight++;
+      this.write(items.map((i) => i.beat))
+        .then(
+          (matched) => items.forEach((i) => i.done(matched.has(`${i.beat.nodeId}\n${i.beat.sessionId}\n${i.beat.peerId}`))),
+          (err: unknown) => {
+            this.log.warn({ err, heartbeats: items.length }, 'heartbeat batch failed; taking the slow path');
+            items.forEach((i) => i.done(false));
+          },
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.kick();
+        });
+      this.kick();
+    });
+  }
+
+  private async write(beats: PlainBeat[]): Promise<Set<string>> {
+    // Rows are locked in node-id order, as every other multi-row write here does, so batches never deadlock.
+    const sorted = [...beats].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+    const res = await this.db.query<{ node_id: string; session_id: string; peer_id: string }>(
+      `UPDATE cluster_nodes c SET last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB, updated_at = now()
+       FROM (SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[]) AS u(node_id, session_id, peer_id, load, reported)) v
+       WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
+         AND (c.status = 'DRAINING' OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE'))
+       RETURNING c.node_id, c.session_id, c.peer_id`,
+      [sorted.map((b) => b.nodeId), sorted.map((b) => b.sessionId), sorted.map((b) => b.peerId), sorted.map((b) => b.load), sorted.map((b) => b.reported)],
+    );
+    return new Set(res.rows.map((r) => `${r.node_id}\n${r.session_id}\n${r.peer_id}`));
+  }
+}

@@ -1,0 +1,107 @@
+// The node's Ed25519 key: made on the first start, kept at <dataDir>/identity/node-key.json (0600, in a 0700
+// directory) so that a restarted node attests with the same key — the controller pins a node id to the key it first
+// registered with (docs/CLUSTER.md "Trust"). Signing and the hot-path verification use OpenSSL through node:crypto
+// (tens of microseconds); the attestation challenge is checked with @noble/curves (src/cluster/authority.ts).
+import { createPrivateKey, createPublicKey, randomUUID, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { chmod, link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ed25519 } from '@noble/curves/ed25519.js';
+import { Errors, OrchError } from '../errors/catalog.ts';
+
+export const NODE_KEY_FILE = 'node-key.json';
+
+export interface NodeKey {
+  /** 32-byte Ed25519 public key. */
+  readonly publicKey: Uint8Array;
+  /** SPKI PEM of the public key (AttestNodeRequest.public_key_pem). */
+  readonly publicKeyPem: string;
+  /** Ed25519 signature (64 bytes) over exactly `data`. */
+  sign(data: Uint8Array): Uint8Array;
+}
+
+/** A key from its 32-byte secret (tests and the benchmark make many in memory). */
+export function nodeKeyFromSecret(secret: Uint8Array): NodeKey {
+  if (secret.length !== 32) throw new OrchError(Errors.CONFIG_INVALID, 'an Ed25519 node key is 32 bytes');
+  const publicKey = ed25519.getPublicKey(secret);
+  const x = Buffer.from(publicKey).toString('base64url');
+  const privateKey = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x, d: Buffer.from(secret).toString('base64url') }, format: 'jwk' });
+  const publicKeyPem = createPublicKey(privateKey).export({ format: 'pem', type: 'spki' }).toString();
+  return {
+    publicKey,
+    publicKeyPem,
+    sign: (data) => new Uint8Array(cryptoSign(null, data, privateKey)),
+  };
+}
+
+export function generateNodeKey(): NodeKey {
+  return nodeKeyFromSecret(ed25519.utils.randomSecretKey());
+}
+
+/** The node's persistent key; two processes racing on the first start agree on one key (link(2) publishes it). */
+export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeKey> {
+  const dir = path.join(dataDir, 'identity');
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700).catch(() => undefined);
+  const file = path.join(dir, NODE_KEY_FILE);
+  let secret = await readSecret(file);
+  if (!secret) {
+    const fresh = ed25519.utils.randomSecretKey();
+    const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+    await writeFile(tmp, `${JSON.stringify({ alg: 'Ed25519', d: Buffer.from(fresh).toString('base64') })}\n`, { mode: 0o600, flag: 'wx' });
+    try {
+      await link(tmp, file).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+    } finally {
+      await unlink(tmp).catch(() => undefined);
+    }
+    secret = await readSecret(file);
+    if (!secret) throw new OrchError(Errors.INTERNAL, `node key ${file} vanished after it was written`);
+  }
+  return nodeKeyFromSecret(secret);
+}
+
+async function readSecret(file: string): Promise<Uint8Array | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new OrchError(Errors.CONFIG_INVALID, `cannot read node key ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { cause: err });
+  }
+  try {
+    const v = JSON.parse(text) as { d?: unknown };
+    const d = typeof v.d === 'string' ? Buffer.from(v.d, 'base64') : undefined;
+    if (d && d.length === 32) return new Uint8Array(d);
+  } catch {
+    // fall through
+  }
+  throw new OrchError(Errors.CONFIG_INVALID, `node key ${file} is corrupt; delete it to make a new node identity (the controller must forget the node first)`);
+}
+
+/** The raw 32 bytes of an Ed25519 SPKI PEM; throws BAD_REQUEST for anything else. */
+export function rawPublicKeyFromPem(pem: string): Uint8Array {
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: pem, format: 'pem' });
+  } catch {
+    throw new OrchError(Errors.BAD_REQUEST, 'public_key_pem is not a valid PEM public key');
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new OrchError(Errors.BAD_REQUEST, 'public_key_pem is not an Ed25519 key');
+  return new Uint8Array(Buffer.from(String(key.export({ format: 'jwk' }).x), 'base64url'));
+}
+
+/** A verification key object for the raw 32 bytes (cache it: making one costs more than a verification). */
+export function publicKeyObject(raw: Uint8Array): KeyObject {
+  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
+}
+
+/** OpenSSL Ed25519 verification; never throws. */
+export function verifyEd25519(key: KeyObject, data: Uint8Array, signature: Uint8Array): boolean {
+  if (signature.length !== 64) return false;
+  try {
+    return cryptoVerify(null, data, key, signature);
+  } catch {
+    return false;
+  }
+}
