@@ -10,6 +10,7 @@ import { silentLogger } from '../src/logging/logger.ts';
 import { GatewayRegistry, listenGatewaySocket } from '../src/agents/execution/gateway-server.ts';
 import { BOOTSTRAP_DIR, SANDBOX_BOOTSTRAP } from '../src/agents/execution/sandbox.ts';
 import { createRuntime } from '../src/agents/runtime/select.ts';
+import { percentile } from './stats.ts';
 
 export interface GatewayFigures {
   calls: number;
@@ -18,10 +19,6 @@ export interface GatewayFigures {
   overheadP50: number;
   overheadP99: number;
   sandbox: string;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
 export async function benchGateway(calls: number): Promise<GatewayFigures> {

@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|observability|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +12,14 @@ import { createTestDatabase } from '../test/support/pg.ts';
 import { benchGateway, type GatewayFigures } from './gateway.ts';
 import { benchExecutions, type ExecutionFigures } from './executions.ts';
 import { benchSeal } from './seal.ts';
+import { reportFsal } from './fsal.ts';
+import { benchWorkflowRace } from './workflow-race.ts';
+import { benchWebhooks } from './webhooks.ts';
+import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
+import { benchWsFanout } from './ws-fanout.ts';
+import { benchObservability } from './observability.ts';
+import { benchControllerFailover } from './controller-failover.ts';
+import { benchRouteDecisions, benchWorkerLoss } from './routing.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
 import { loadNodeConfig } from '../src/config/load.ts';
 
@@ -151,15 +159,23 @@ async function benchSealInvoke(): Promise<void> {
   const runs = [];
   // The node's real catalog, as `orch up` with default settings builds it.
   const catalog = createToolCatalog({ config: loadNodeConfig({ env: {} }), logger: silentLogger() });
+  // Replay record in Redis (a node with spec.redis.url; REDIS_URL, default the local one), then in the database.
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const redisRuns = [];
+  for (let i = 0; i < RUNS; i++) redisRuns.push(await benchSeal(2000, catalog, { redisUrl }));
   for (let i = 0; i < RUNS; i++) runs.push(await benchSeal(2000, catalog));
   const f = (x: number): string => x.toFixed(3);
   const line = (name: string, xs: number[]): void => {
     process.stdout.write(`${name.padEnd(52)} median ${f(median(xs)).padStart(8)} ms   runs: ${xs.map(f).join(', ')}\n`);
   };
-  line('SEAL invoke in-process p50', runs.map((r) => r.inProcessP50));
-  line('SEAL invoke in-process p99', runs.map((r) => r.inProcessP99));
-  line('SEAL invoke over HTTP p50', runs.map((r) => r.httpP50));
-  line('SEAL invoke over HTTP p99', runs.map((r) => r.httpP99));
+  line('SEAL invoke in-process p50 (Redis replay record)', redisRuns.map((r) => r.inProcessP50));
+  line('SEAL invoke in-process p99 (Redis replay record)', redisRuns.map((r) => r.inProcessP99));
+  line('SEAL invoke over HTTP p50 (Redis replay record)', redisRuns.map((r) => r.httpP50));
+  line('SEAL invoke over HTTP p99 (Redis replay record)', redisRuns.map((r) => r.httpP99));
+  line('SEAL invoke in-process p50 (database replay record)', runs.map((r) => r.inProcessP50));
+  line('SEAL invoke in-process p99 (database replay record)', runs.map((r) => r.inProcessP99));
+  line('SEAL invoke over HTTP p50 (database replay record)', runs.map((r) => r.httpP50));
+  line('SEAL invoke over HTTP p99 (database replay record)', runs.map((r) => r.httpP99));
 }
 
 const what = process.argv[2] ?? 'all';
@@ -170,3 +186,71 @@ if (what === 'executions' || what === 'all') await benchAgentExecutions();
 if (what === 'seal' || what === 'all') await benchSealInvoke();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();
+if (what === 'fsal' || what === 'all') await reportFsal(RUNS, (l) => process.stdout.write(`${l}\n`));
+if (what === 'workflow-race' || what === 'all') await benchWorkflowRace(RUNS, arg('workflows', 2000), (l) => process.stdout.write(`${l}\n`));
+if (what === 'routing' || what === 'all') {
+  // Issue 7: RouteExecution decisions/s with 10 and 1,000 registered workers (--seconds per measurement).
+  for (const workers of [10, 1000]) {
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await benchRouteDecisions(workers, SECONDS));
+    report(`RouteExecution in-process, ${workers} workers`, runs.map((r) => r.inProcess), 'decisions/s');
+    report(`RouteExecution over gRPC (sealed), ${workers} workers`, runs.map((r) => r.grpc), 'decisions/s');
+    report(`RouteExecution over gRPC, Redis nonces, ${workers} w.`, runs.map((r) => r.grpcRedis), 'decisions/s');
+    report(`  rotation alone over ${workers} candidates`, runs.map((r) => r.pickOnly), 'picks/s');
+  }
+}
+if (what === 'worker-loss' || what === 'all') {
+  // Issue 7: SIGKILL a worker mid-execution; time until the controller records it failed (worker_lost).
+  const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+  const xs = await benchWorkerLoss(Math.max(RUNS, 5), (l) => process.stdout.write(`${l}\n`));
+  process.stdout.write(`${'worker loss (SIGKILL) to worker_lost recorded p50 / p99'.padEnd(52)} ${Math.round(pct(xs, 50))} / ${Math.round(pct(xs, 99))} ms (${xs.length} kills)\n`);
+}
+if (what === 'controller-failover' || what === 'all') {
+  // Issue 7: SIGKILL a controller running workflows; the other resumes them (--runs kills, --lease seconds).
+  const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
+  const lease = arg('lease', 6);
+  const f = await benchControllerFailover(Math.max(RUNS, 5), lease, 3, (l) => process.stdout.write(`${l}\n`));
+  process.stdout.write(`${`controller failover, lease ${lease} s: claim p50 / p99`.padEnd(52)} ${Math.round(pct(f.claimMs, 50))} / ${Math.round(pct(f.claimMs, 99))} ms (${f.claimMs.length} runs)\n`);
+  process.stdout.write(`${`controller failover, lease ${lease} s: resumed p50 / p99`.padEnd(52)} ${Math.round(pct(f.resumeMs, 50))} / ${Math.round(pct(f.resumeMs, 99))} ms (${f.resumeMs.length} runs)\n`);
+}
+if (what === 'webhooks' || what === 'all') {
+  const figures = await benchWebhooks(RUNS, SECONDS, (l) => process.stdout.write(`${l}\n`));
+  report('Webhooks on PostgreSQL (verified, deduplicated, workflow started)', figures.map((f) => f.perSecond), 'webhooks/s');
+  report('  floor: POST /v1/workflows/{name}/run alone', figures.map((f) => f.directRunsPerSecond), 'runs/s');
+}
+if (what === 'observability' || what === 'all') {
+  // Issue 9: the cost of tracing on the Db hot path and of rendering /metrics (docs/OBSERVABILITY.md).
+  const figures = [];
+  for (let i = 0; i < RUNS; i++) figures.push(await benchObservability(SECONDS));
+  report('PostgreSQL SELECT 1 (8 concurrent), tracing off', figures.map((f) => f.queriesOff), 'queries/s');
+  report('PostgreSQL SELECT 1 (8 concurrent), tracing on, OTLP export', figures.map((f) => f.queriesOn), 'queries/s');
+  report('  same, 10% of traces sampled (traceidratio 0.1)', figures.map((f) => f.queriesSampled), 'queries/s');
+  report('/metrics rendering, 1,000 series', figures.map((f) => f.scrapeMs * 1000), 'µs');
+}
+if (what === 'ws-fanout') {
+  // Issue 9: N WebSocket subscribers on one node, M events/s spread over S execution streams (docs/BENCHMARKS.md).
+  const o = { subscribers: arg('subscribers', 10_000), streams: arg('streams', 1000), rate: arg('rate', 1000), seconds: SECONDS, clients: arg('clients', 4) };
+  for (let i = 0; i < RUNS; i++) {
+    const f = await benchWsFanout(o, (l) => process.stdout.write(`${l}\n`));
+    process.stdout.write(
+      `ws-fanout ${o.subscribers} subs, ${o.streams} streams, ${o.rate} ev/s: delivered ${Math.round(f.delivered)}/s of ${Math.round(f.expected)}/s, ` +
+        `latency p50 ${f.p50.toFixed(1)} ms p99 ${f.p99.toFixed(1)} ms max ${f.max.toFixed(1)} ms, node RSS ${Math.round(f.rssBeforeMb)} -> ${Math.round(f.rssAfterMb)} MB ` +
+        `(${f.rssPerSubscriberKb.toFixed(1)} KiB/subscriber), node CPU ${Math.round(f.nodeCpuPercent)}% = ${f.cpuUsPerMessage.toFixed(1)} µs/message, clients CPU ${Math.round(f.clientsCpuPercent)}%, ` +
+        `load average ${f.loadAverage.toFixed(1)}, errors ${f.errors}, closed ${f.closed}\n`,
+    );
+  }
+}
+if (what === 'cluster-heartbeats' || what === 'all') {
+  // Issue 7: heartbeats/s one controller process absorbs from N simulated workers at a 1 s period, and its CPU.
+  const workers = arg('workers', 1000);
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await benchClusterHeartbeats(workers, Math.max(SECONDS, 10), { log: (l) => process.stdout.write(`${l}\n`) }));
+  for (const r of runs) {
+    process.stdout.write(
+      `  run: ${Math.round(r.heartbeatsPerSecond)} heartbeats/s, controller CPU ${r.controllerCpuPercent.toFixed(1)}% of one core (idle ${r.idleCpuPercent.toFixed(1)}%), ` +
+        `p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, errors ${r.errors}, join ${r.joinSeconds.toFixed(1)} s, simulated workers' CPU ${r.workersCpuPercent.toFixed(0)}%\n`,
+    );
+  }
+  report(`Heartbeats absorbed, ${workers} workers at 1 s`, runs.map((r) => r.heartbeatsPerSecond), 'heartbeats/s');
+  report(`  controller CPU, ${workers} workers at 1 s (% of one core)`, runs.map((r) => r.controllerCpuPercent), '%');
+}

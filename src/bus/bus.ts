@@ -37,5 +37,10 @@ export interface EventBus {
    * `fromSeq`, then live, with no gap and no duplicate between the two.
    */
   subscribe(stream: string, onEvent: (event: BusEvent) => void, options?: SubscribeOptions): Promise<Subscription>;
+  /**
+   * Every live event whose stream starts with `prefix` ("execution:", "workflow:", "node:"), from every node, as it
+   * arrives: no history, no ordering or exactly-once repair (list views that re-read the row on each event).
+   */
+  subscribePrefix(prefix: string, onEvent: (event: BusEvent) => void): Promise<Subscription>;
   close(): Promise<void>;
 }

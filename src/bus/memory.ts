@@ -8,6 +8,7 @@ export class MemoryBus implements EventBus {
   readonly kind = 'memory' as const;
   private readonly emitter = new EventEmitter();
   private closed = false;
+  private readonly prefixed = new Set<{ prefix: string; onEvent: (event: BusEvent) => void }>();
 
   constructor(private readonly logger?: Logger) {
     // One listener per subscription on a stream; many subscribers on one stream are normal, not a leak.
@@ -17,6 +18,16 @@ export class MemoryBus implements EventBus {
   async publish(event: BusEvent): Promise<void> {
     if (this.closed) return;
     this.emitter.emit(event.stream, event);
+    for (const p of this.prefixed) {
+      // Never inside publish(), and a copy each, as for subscribe().
+      if (event.stream.startsWith(p.prefix)) queueMicrotask(() => this.prefixed.has(p) && p.onEvent(structuredClone(event)));
+    }
+  }
+
+  async subscribePrefix(prefix: string, onEvent: (event: BusEvent) => void): Promise<Subscription> {
+    const entry = { prefix, onEvent };
+    this.prefixed.add(entry);
+    return { close: async () => void this.prefixed.delete(entry) };
   }
 
   async subscribe(stream: string, onEvent: (event: BusEvent) => void, options: SubscribeOptions = {}): Promise<Subscription> {
@@ -41,5 +52,6 @@ export class MemoryBus implements EventBus {
   async close(): Promise<void> {
     this.closed = true;
     this.emitter.removeAllListeners();
+    this.prefixed.clear();
   }
 }

@@ -11,6 +11,7 @@
 // readable from history, and seq are gapless per stream, so an event at seq N means 1..N-1 are readable too.
 import type { Logger } from '../logging/logger.ts';
 import type { BusEvent, HistorySource } from './bus.ts';
+import { recordBusLag } from '../observability/bus.ts';
 
 const PAGE = 500;
 const GAP_RETRIES = 5;
@@ -47,6 +48,7 @@ export class OrderedDelivery {
   /** A live event arrived (from any bus). Safe to call before start(): it is buffered. */
   push(event: BusEvent): void {
     if (this.closed || event.stream !== this.stream) return;
+    recordBusLag(event);
     if (this.last !== undefined && event.seq <= this.last) return;
     this.pending.set(event.seq, event);
     if (this.started) this.kick();

@@ -25,6 +25,8 @@ interface Channel {
 export class RedisBus implements EventBus {
   readonly kind = 'redis' as const;
   private readonly channels = new Map<string, Channel>();
+  /** PSUBSCRIBE patterns (prefix + '*') and their listeners. */
+  private readonly patterns = new Map<string, { listeners: Set<(event: BusEvent) => void>; ready: Promise<unknown> }>();
   private readonly prefix: string;
 
   private constructor(
@@ -35,6 +37,7 @@ export class RedisBus implements EventBus {
   ) {
     this.prefix = prefix;
     sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    sub.on('pmessage', (pattern: string, _channel: string, message: string) => this.onPatternMessage(pattern, message));
   }
 
   /** Connects both connections; fails with UNAVAILABLE when Redis does not answer. */
@@ -88,26 +91,73 @@ export class RedisBus implements EventBus {
     return { close };
   }
 
-  private onMessage(channel: string, message: string): void {
-    const entry = this.channels.get(channel);
+  async subscribePrefix(prefix: string, onEvent: (event: BusEvent) => void): Promise<Subscription> {
+    // Glob characters in a prefix would widen the pattern; stream prefixes are plain words and a colon.
+    if (/[*?[\]\\]/.test(prefix)) throw new OrchError(Errors.BAD_REQUEST, `invalid stream prefix: ${prefix}`);
+    const pattern = `${this.prefix}${prefix}*`;
+    let entry = this.patterns.get(pattern);
+    if (!entry) {
+      entry = { listeners: new Set(), ready: this.sub.psubscribe(pattern) };
+      this.patterns.set(pattern, entry);
+    }
+    const listener = (event: BusEvent): void => onEvent(event);
+    entry.listeners.add(listener);
+    const close = async (): Promise<void> => {
+      const current = this.patterns.get(pattern);
+      if (!current?.listeners.delete(listener) || current.listeners.size > 0) return;
+      this.patterns.delete(pattern);
+      await this.sub.punsubscribe(pattern).catch((err: unknown) => this.logger?.warn({ err, pattern }, 'punsubscribe failed'));
+    };
+    try {
+      await entry.ready;
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    return { close };
+  }
+
+  private onPatternMessage(pattern: string, message: string): void {
+    const entry = this.patterns.get(pattern);
     if (!entry) return;
+    const event = this.parse(pattern, message);
+    if (!event) return;
+    for (const listener of entry.listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.logger?.error({ err, pattern }, 'prefix listener threw');
+      }
+    }
+  }
+
+  private parse(channel: string, message: string): BusEvent | undefined {
     let event: BusEvent;
     try {
       event = JSON.parse(message) as BusEvent;
     } catch (err) {
       this.logger?.warn({ err, channel }, 'dropping a message that is not JSON');
-      return;
+      return undefined;
     }
     if (typeof event?.seq !== 'number' || typeof event.stream !== 'string') {
       this.logger?.warn({ channel }, 'dropping a message that is not a BusEvent');
-      return;
+      return undefined;
     }
+    return event;
+  }
+
+  private onMessage(channel: string, message: string): void {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    const event = this.parse(channel, message);
+    if (!event) return;
     for (const delivery of entry.deliveries) delivery.push(event);
   }
 
   async close(): Promise<void> {
     for (const channel of this.channels.values()) for (const d of channel.deliveries) d.close();
     this.channels.clear();
+    this.patterns.clear();
     await Promise.all([this.pub.quit().catch(() => undefined), this.sub.quit().catch(() => undefined)]);
   }
 }

@@ -29,6 +29,29 @@ export class ApiClient {
     return res;
   }
 
+  /** Sends raw bytes (an upload) and answers the JSON reply; failures as one line like request(). */
+  async upload<T>(method: string, path: string, data: Uint8Array, contentType = 'application/octet-stream'): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json', 'content-type': contentType };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl}${path}`, { method, headers, body: data });
+    } catch (err) {
+      throw new CliError(`cannot reach ${this.baseUrl}: ${(err as Error).message}`);
+    }
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    if (!res.ok) {
+      throw new CliError(`${method} ${path} failed with ${res.status}: ${failureText(parsed, text)}`);
+    }
+    return parsed as T;
+  }
+
   async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
@@ -51,9 +74,31 @@ export class ApiClient {
       parsed = text;
     }
     if (!res.ok) {
-      const msg = typeof parsed === 'object' && parsed !== null && 'error' in parsed ? String((parsed as { error: unknown }).error) : text;
-      throw new CliError(`${method} ${path} failed with ${res.status}: ${msg}`);
+      throw new CliError(`${method} ${path} failed with ${res.status}: ${failureText(parsed, text)}`);
     }
     return parsed as T;
   }
+}
+
+/**
+ * The one line a failed call prints: the body's `error`, followed by its `errors` list when it has one (a 422 of
+ * manifest validation names every field there; printing only the summary hid what to fix).
+ */
+export function failureText(parsed: unknown, text: string): string {
+  if (typeof parsed !== 'object' || parsed === null || !('error' in parsed)) return text;
+  const body = parsed as { error: unknown; errors?: unknown; details?: unknown };
+  const head = String(body.error);
+  // Agent routes answer `errors`; the shared error handler puts a list in `details`.
+  const list = Array.isArray(body.errors) ? body.errors : Array.isArray(body.details) ? body.details : [];
+  if (list.length === 0) return head;
+  const items = list.map((e: unknown) => {
+    if (typeof e === 'string') return e;
+    if (typeof e === 'object' && e !== null) {
+      const o = e as { field?: unknown; path?: unknown; message?: unknown };
+      const where = o.field ?? o.path;
+      if (o.message !== undefined) return where !== undefined ? `${String(where)}: ${String(o.message)}` : String(o.message);
+    }
+    return JSON.stringify(e);
+  });
+  return `${head} (${items.join('; ')})`;
 }

@@ -6,10 +6,15 @@ import type { NodeConfig, NodeRoleName } from '../config/types.ts';
 import { ensureDevIdentity } from '../auth/dev-identity.ts';
 import { createLogger } from '../logging/logger.ts';
 import { startNode } from '../node/node.ts';
+import { startTelemetry, telemetryOptionsFromEnv } from '../observability/setup.ts';
 import { ApiClient } from './client.ts';
 import { CliError, printJson, printTable } from './output.ts';
 import { registerAgentCommands } from './agent-commands.ts';
+import { registerWorkflowCommands } from './workflow-commands.ts';
+import { registerVolumeCommands } from './volume-commands.ts';
+import { registerApprovalCommands, registerWorkflowRunCommands } from './workflow-run-commands.ts';
 import { registerMcpCommand } from './mcp-command.ts';
+import { registerFuseCommand } from './fuse-command.ts';
 
 interface GlobalOpts {
   json?: boolean;
@@ -43,6 +48,9 @@ program
     const g = program.opts<GlobalOpts>();
     const config = loadConfig(opts.config, opts.role);
     const logger = createLogger({ level: config.log.level, destination: 2 });
+    // OpenTelemetry traces over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set.
+    const otel = telemetryOptionsFromEnv(process.env, config.node.id);
+    const telemetry = otel ? startTelemetry(otel) : undefined;
     const node = await startNode(config, logger);
     const banner: Record<string, unknown> = { status: 'started', node_id: config.node.id, role: config.node.role, ...node.addresses, database: node.db.kind, bus: node.bus.kind };
     if (!config.auth) {
@@ -76,7 +84,7 @@ program
     }
     const stop = (signal: string): void => {
       logger.info({ signal }, 'signal received; shutting down gracefully');
-      node.stop().then(
+      node.stop().then(() => telemetry?.shutdown()).then(
         () => process.exit(0),
         (err: unknown) => {
           logger.error({ err }, 'shutdown failed');
@@ -86,6 +94,8 @@ program
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
+    // A worker told to shut down by its controller (ShutdownCommand) has deregistered; stop the process the same way.
+    void node.shutdownRequested.then((reason) => stop(`shutdown command (${reason})`));
   });
 
 program
@@ -112,7 +122,10 @@ program
   });
 
 registerAgentCommands(program);
+registerWorkflowCommands(program);
+registerVolumeCommands(program);
 registerMcpCommand(program);
+registerFuseCommand(program);
 
 const node = program.command('node').description('cluster members');
 node
@@ -127,6 +140,22 @@ node
     if (g.json) printJson(res);
     else printTable(res.nodes, ['node_id', 'role', 'status', 'grpc_address', 'load', 'last_heartbeat_at']);
   });
+node
+  .command('drain')
+  .description('stop routing to a node and let its executions finish (operator only)')
+  .argument('<id>', 'node id')
+  .option('--reason <text>', 'why, shown in logs and node listings')
+  .action(async (id: string, opts: { reason?: string }) => {
+    const g = program.opts<GlobalOpts>();
+    const client = new ApiClient(g, process.env);
+    const res = await client.request<Record<string, unknown>>('POST', `/v1/cluster/nodes/${encodeURIComponent(id)}/drain`, opts.reason ? { reason: opts.reason } : {});
+    if (g.json) printJson(res);
+    else process.stdout.write(`node ${id} is ${String(res.status)}${res.already_draining ? ' (already draining)' : ''}\n`);
+  });
+
+// After every other group: `orch workflow` may already exist (definition commands); the run commands join it.
+registerWorkflowRunCommands(program);
+registerApprovalCommands(program);
 
 try {
   await program.parseAsync(process.argv);

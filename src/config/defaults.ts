@@ -56,6 +56,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       ...(s.cluster?.controller ? { controller: s.cluster.controller } : {}),
       heartbeat_interval_seconds: s.cluster?.heartbeat_interval_seconds ?? DEFAULTS.heartbeatIntervalSeconds,
       missed_heartbeats: s.cluster?.missed_heartbeats ?? DEFAULTS.missedHeartbeats,
+      ...(s.cluster?.workflow_lease_seconds ? { workflow_lease_seconds: s.cluster.workflow_lease_seconds } : {}),
     },
     database: s.database?.url ? { url: s.database.url } : {},
     redis: s.redis?.url ? { url: s.redis.url } : {},
@@ -67,14 +68,23 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     },
     builtin_dispatchers: (s.builtin_dispatchers ?? []).map((d) => ({ ...d })),
     mcp_servers: (s.mcp_servers ?? []).map((m) => ({ ...m, transport: m.transport ?? (m.url ? 'http' : 'stdio') })),
-    billing: s.billing?.stripe_secret_key ? { stripe_secret_key: s.billing.stripe_secret_key } : {},
+    billing: {
+      ...(s.billing?.stripe_secret_key ? { stripe_secret_key: s.billing.stripe_secret_key } : {}),
+      ...(s.billing?.api_url ? { api_url: s.billing.api_url } : {}),
+      ...(s.billing?.return_url ? { return_url: s.billing.return_url } : {}),
+    },
+    ...(s.cortex ? { cortex: { ...s.cortex, ...(s.cortex.embedding ? { embedding: { ...s.cortex.embedding } } : {}) } } : {}),
     stimuli: {
       routes: (s.stimuli?.routes ?? []).map((r) => ({ ...r })),
       ...(s.stimuli?.router_agent ? { router_agent: s.stimuli.router_agent } : {}),
       classification_threshold: s.stimuli?.classification_threshold ?? DEFAULTS.classificationThreshold,
+      ...(s.stimuli?.ingest_roles ? { ingest_roles: [...s.stimuli.ingest_roles] } : {}),
     },
     dataDir: s.data_dir ? path.resolve(ctx.baseDir, s.data_dir) : path.resolve(ctx.cwd, DEFAULTS.dataDir),
     log: { level: s.log?.level ?? DEFAULTS.logLevel },
+    ...(s.volumes ? { volumes: { ...s.volumes } } : {}),
+    ...(s.fuse ? { fuse: { ...s.fuse } } : {}),
+    ...(s.metrics ? { metrics: { ...s.metrics } } : {}),
   };
   if (s.auth) {
     const { jwks_file, ...rest } = s.auth;

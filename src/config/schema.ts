@@ -2,7 +2,7 @@
 // unknown keys so a typo stops start-up instead of being silently ignored; the only free-form maps are a
 // dispatcher's own `config` and string-to-string maps (env, headers). Defaults live in ./defaults.ts, not here,
 // because some depend on the environment (node id, data dir). `x-expect` is a human phrase for pattern errors.
-import type { LogLevel } from './types.ts';
+import type { CortexConfig, LogLevel } from './types.ts';
 
 export const API_VERSION = 'orch.dev/v1';
 export const KIND = 'NodeConfig';
@@ -47,6 +47,7 @@ const spec = obj({
     controller: hostPort,
     heartbeat_interval_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     missed_heartbeats: { type: 'integer', minimum: 1, maximum: 1000 },
+    workflow_lease_seconds: { type: 'number', minimum: 1, maximum: 3600 },
   }),
   database: obj({
     url: { type: 'string', pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' },
@@ -105,7 +106,16 @@ const spec = obj({
       ['name'],
     ),
   },
-  billing: obj({ stripe_secret_key: nonEmpty }),
+  billing: obj({ stripe_secret_key: nonEmpty, api_url: httpUrl, return_url: httpUrl }),
+  // Cortex memory (docs/CORTEX.md): present (even `{}`) enables it with the local embedding.
+  cortex: obj({
+    embedding: obj(
+      { type: { enum: ['local', 'openai'] }, endpoint: httpUrl, api_key: nonEmpty, model: nonEmpty, dimensions: { type: 'integer', minimum: 8, maximum: 8192 } },
+      ['type'],
+    ),
+    dedup_threshold: { type: 'number', minimum: 0, maximum: 1 },
+    max_candidates: { type: 'integer', minimum: 1, maximum: 1000000 },
+  }),
   stimuli: obj({
     routes: {
       type: 'array',
@@ -113,9 +123,13 @@ const spec = obj({
     },
     router_agent: nonEmpty,
     classification_threshold: { type: 'number', minimum: 0, maximum: 1 },
+    ingest_roles: { type: 'array', minItems: 1, items: { enum: ['operator', 'tenant-admin', 'user'] } },
   }),
   data_dir: nonEmpty,
   log: obj({ level: { enum: LOG_LEVELS } }),
+  volumes: obj({ reaper_interval_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86400 } }),
+  fuse: obj({ address: nonEmpty }, ['address']),
+  metrics: obj({ allow_remote: { type: 'boolean' } }),
 });
 
 export const nodeConfigSchema = obj(
@@ -141,7 +155,7 @@ export interface NodeConfigFileSpec {
   http?: { bind?: string; port?: number };
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
-  cluster?: { cluster_grpc_port?: number; controller?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number };
+  cluster?: { cluster_grpc_port?: number; controller?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number };
   database?: { url?: string };
   redis?: { url?: string };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
@@ -158,8 +172,12 @@ export interface NodeConfigFileSpec {
     headers?: Record<string, string>;
     capabilities?: { tool: string; skip_judge?: boolean }[];
   }[];
-  billing?: { stripe_secret_key?: string };
-  stimuli?: { routes?: { source: string; workflow: string; input_template?: string }[]; router_agent?: string; classification_threshold?: number };
+  billing?: { stripe_secret_key?: string; api_url?: string; return_url?: string };
+  cortex?: CortexConfig;
+  stimuli?: { routes?: { source: string; workflow: string; input_template?: string }[]; router_agent?: string; classification_threshold?: number; ingest_roles?: ('operator' | 'tenant-admin' | 'user')[] };
   data_dir?: string;
   log?: { level?: LogLevel };
+  volumes?: { reaper_interval_seconds?: number };
+  fuse?: { address: string };
+  metrics?: { allow_remote?: boolean };
 }

@@ -1,6 +1,15 @@
 // The validated, defaulted node configuration (CONTRACT.md "Node configuration"). loadNodeConfig() in
 // ./load.ts is the only producer; everything else receives this object and never reads process.env.
 
+/** spec.cortex (docs/CORTEX.md). */
+export interface CortexConfig {
+  embedding?: { type: 'local' | 'openai'; endpoint?: string; api_key?: string; model?: string; dimensions?: number };
+  /** Cosine similarity at or above which a stored pattern raises an existing one's weight (default 0.72). */
+  dedup_threshold?: number;
+  /** Most patterns of one tenant compared per query (default 20000). */
+  max_candidates?: number;
+}
+
 export type NodeRoleName = 'hybrid' | 'controller' | 'worker';
 
 export interface LlmModel { alias: string; model: string }
@@ -50,6 +59,8 @@ export interface NodeConfig {
     heartbeat_interval_seconds: number;
     /** Heartbeats a peer may miss before it is marked UNHEALTHY (default 3). */
     missed_heartbeats?: number;
+    /** How long a controller's claim on a workflow run lasts without renewal (default 30); failover takes about 4/3 of it. */
+    workflow_lease_seconds?: number;
   };
   /** Absent url: embedded PGlite under dataDir. */
   database: { url?: string };
@@ -61,9 +72,22 @@ export interface NodeConfig {
   runtime: { default_isolation: 'process' | 'docker'; docker_host?: string; orchestrator_url?: string };
   builtin_dispatchers: DispatcherConfig[];
   mcp_servers: McpServerConfig[];
-  billing: { stripe_secret_key?: string };
-  stimuli?: { routes: StimulusRoute[]; router_agent?: string; classification_threshold: number };
+  /** Payment provider (docs/BILLING.md): api_url overrides the provider's address (a test's fake server). */
+  billing: { stripe_secret_key?: string; api_url?: string; return_url?: string };
+  /** Cortex memory (docs/CORTEX.md); absent: Cortex disabled (`Cortex not configured`). */
+  cortex?: CortexConfig;
+  /** ingest_roles: when set, a bearer caller of POST /v1/stimuli / IngestStimulus needs one of them (else 403 / PERMISSION_DENIED). */
+  stimuli?: { routes: StimulusRoute[]; router_agent?: string; classification_threshold: number; ingest_roles?: ('operator' | 'tenant-admin' | 'user')[] };
   /** Where PGlite data, dev identity keys and volumes live (ORCH_DATA_DIR, default ./.orch/data). */
   dataDir: string;
   log: { level: LogLevel };
+  /** GET /metrics (docs/OBSERVABILITY.md): allow_remote serves peers that are not on loopback too (default false). */
+  metrics?: { allow_remote?: boolean };
+  /** Volumes (docs/VOLUMES.md): how often the reaper removes expired ephemeral volumes (default 60 s). */
+  volumes?: { reaper_interval_seconds?: number };
+  /**
+   * The FUSE daemon (`orch fuse-daemon`, FuseMountService) executions mount their volumes through (docs/FSAL.md
+   * "Executions and volumes"). Absent: volumes are bind-mounted from their directories directly.
+   */
+  fuse?: { address: string };
 }

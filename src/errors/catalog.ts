@@ -25,6 +25,12 @@ export const Errors = {
   INTERNAL: spec('internal', 500, GrpcStatus.INTERNAL),
   LEASE_LOST: spec('lease_lost', 409, GrpcStatus.ABORTED),
   CONFIG_INVALID: spec('config_invalid', 500, GrpcStatus.FAILED_PRECONDITION),
+  /** A write would take a volume over its size limit (ENOSPC); nothing of it was written. */
+  STORAGE_FULL: spec('storage_full', 507, GrpcStatus.RESOURCE_EXHAUSTED),
+  /** A path leaves its volume (`..`, an absolute path outside it, a symbolic link pointing out). */
+  PATH_OUTSIDE_BOUNDARY: spec('path_outside_boundary', 400, GrpcStatus.INVALID_ARGUMENT),
+  /** A remote provider the node depends on (the payment provider) failed or refused the node's credentials. */
+  BAD_GATEWAY: spec('bad_gateway', 502, GrpcStatus.UNAVAILABLE),
 } as const;
 
 export type ErrorKind = keyof typeof Errors;

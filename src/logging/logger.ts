@@ -1,5 +1,6 @@
 // The injected logger. Library code takes a Logger and makes children with context; only the CLI edge creates one.
 import { pino, type Logger as PinoLogger, type LoggerOptions } from 'pino';
+import { activeTraceIds } from '../observability/tracing.ts';
 
 export type Logger = PinoLogger;
 
@@ -9,16 +10,19 @@ export interface LoggerConfig {
   destination?: number | string;
 }
 
-/** Keys whose values are replaced by "[redacted]" wherever they appear in a log line. */
+/** Names of fields that hold secrets: their values never reach a log line. */
+const SECRET_KEYS = ['api_key', 'apiKey', 'password', 'secret', 'secret_key', 'token', 'private_key', 'authorization'];
+
+/**
+ * Where those fields are censored: at the top of a log call's object and one or two objects down (pino's redaction
+ * matches fixed depths; `*.token` alone let a top-level `{token}` through).
+ */
 export const REDACT_PATHS = [
-  'authorization',
   'req.headers.authorization',
   'headers.authorization',
-  '*.api_key',
-  '*.password',
-  '*.secret',
-  '*.token',
-  '*.private_key',
+  ...SECRET_KEYS,
+  ...SECRET_KEYS.map((k) => `*.${k}`),
+  ...SECRET_KEYS.map((k) => `*.*.${k}`),
 ];
 
 export function createLogger(config: LoggerConfig = {}): Logger {
@@ -26,6 +30,8 @@ export function createLogger(config: LoggerConfig = {}): Logger {
     level: config.level ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     base: { pid: process.pid },
+    // trace_id and span_id of the active span (when tracing is on), so a log line can be found from its trace.
+    mixin: activeTraceIds,
   };
   const dest = config.destination ?? 1;
   return pino(options, pino.destination({ dest, sync: false }));

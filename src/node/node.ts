@@ -1,5 +1,6 @@
 // One orch node: storage, bus, identity, actors, HTTP and gRPC, started in that order and stopped in reverse.
 // The role decides which parts run; `hybrid` (the default) runs all of them in one process.
+import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../logging/logger.ts';
 import type { NodeConfig } from '../config/types.ts';
@@ -15,6 +16,8 @@ import { nodePeerKind, type NodePeerMessage } from '../actors/node-peer/actor.ts
 import { upsertSelf } from '../actors/node-peer/repo.ts';
 import type { ActorKind, ActorMessage } from '../actors/kind.ts';
 import { ClusterService } from '../cluster/service.ts';
+import { startControllerCluster, startWorkerCluster, type ControllerCluster, type WorkerCluster } from '../cluster/capability.ts';
+import { SwappableLlmRegistry } from '../cluster/managed-config.ts';
 import { buildHttpApp } from '../gateway/http/app.ts';
 import { createRuntimeServer } from '../gateway/grpc/runtime-server.ts';
 import { createClusterServer } from '../cluster/grpc/cluster-server.ts';
@@ -26,9 +29,34 @@ import { startAgentsCapability, type AgentsCapability } from '../agents/capabili
 import { createLlmJudge } from '../agents/execution/judge.ts';
 import { createLlmRegistry } from '../agents/llm/registry.ts';
 import { SealService } from '../seal/service.ts';
-import { createToolCatalog } from '../tools/catalog.ts';
+import { RedisReplayGuard } from '../seal/replay.ts';
+import { createToolCatalog, type NodeToolCatalog } from '../tools/catalog.ts';
+import { startWorkflowCapability, type WorkflowCapability } from '../workflow/engine/capability.ts';
+import { WorkflowDefinitionService } from '../workflow/registry/service.ts';
+import { workflowStateRunners } from '../workflow/states/node-runners.ts';
+import { ExecutionRouter } from '../cluster/routing.ts';
+import { startForwarding, type ForwardingCapability } from '../cluster/forwarding.ts';
+import { forwardExecutionHandler, routeExecutionHandler } from '../cluster/grpc/routing-handlers.ts';
+import { ExecutionService } from '../agents/execution/service.ts';
+import { EXECUTION_LEASE_MS } from '../agents/capability.ts';
+import type { NodeCredentials } from '../cluster/envelope.ts';
+import { WorkflowStorage } from '../workflow/engine/storage.ts';
+import { VolumeService } from '../volumes/service.ts';
 import { contextFromManifest } from '../tools/policy.ts';
 import { sealHandlers, SEAL_EXEMPT_METHODS } from '../gateway/grpc/seal-handlers.ts';
+import { fsalHandlers } from '../gateway/grpc/fsal-handlers.ts';
+import { FsalService } from '../fsal/service.ts';
+import { createStimulusService } from '../stimuli/wiring.ts';
+import { stimulusHandlers } from '../gateway/grpc/stimulus-handlers.ts';
+import { BillingService } from '../billing/service.ts';
+import { observeClusterNodes } from '../observability/node-metrics.ts';
+import { JudgeService } from '../judges/service.ts';
+import { judgeHandlers } from '../gateway/grpc/judge-handlers.ts';
+import { CortexService } from '../cortex/service.ts';
+import { cortexHandlers } from '../gateway/grpc/cortex-handlers.ts';
+import { ManifestGenerator } from '../pipeline/generate.ts';
+import { IntentPipeline } from '../pipeline/intent.ts';
+import { CortexSearchIndex } from '../cortex/search.ts';
 
 export interface NodeAddresses {
   http: string;
@@ -45,8 +73,18 @@ export interface RunningNode {
   readonly authenticator: Authenticator;
   readonly actors: ActorRuntime;
   readonly recovered: RecoveryReport[];
+  /** Volumes under `<dataDir>/volumes` (HTTP, tools, FSAL); docs/VOLUMES.md. */
+  readonly volumes: VolumeService;
+  /** The node's one tool catalog (loop, SEAL, MCP); docs/TOOLS.md. */
+  readonly tools: NodeToolCatalog;
   /** Graceful stop: refuse new work, finish what is in flight, release rows, close the stores. */
   stop(): Promise<void>;
+  /** Resolves with the reason when a controller told this worker to shut down (the CLI then stops the process). */
+  readonly shutdownRequested: Promise<string>;
+  /** Controller side of the cluster (controller, hybrid); docs/CLUSTER.md. */
+  readonly controllerCluster?: ControllerCluster;
+  /** Worker side of the cluster (worker): the membership client; docs/CLUSTER.md. */
+  readonly workerCluster?: WorkerCluster;
 }
 
 export async function startNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
@@ -58,6 +96,9 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
   try {
     const db = await openDb({ url: config.database.url, dataDir: config.dataDir }, log);
     cleanups.push(() => db.close());
+    // Cluster gauges (orch_cluster_nodes, heartbeats) at /metrics, read from cluster_nodes at scrape time.
+    const unobserveNodes = observeClusterNodes(db);
+    cleanups.push(async () => unobserveNodes());
     const bus = await openBus({ url: config.redis.url }, log);
     cleanups.push(() => bus.close());
     const authenticator = await createAuthenticator(config);
@@ -74,16 +115,40 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       missedHeartbeats: config.cluster.missed_heartbeats ?? 3,
       logger: log,
     });
-    actors.register<NodePeerMessage>(peerKind);
-    kinds.push(peerKind as unknown as ActorKind<ActorMessage>);
+    // A worker keeps no cluster_nodes rows itself: it is a member through the cluster protocol (docs/CLUSTER.md).
+    if (config.node.role !== 'worker') {
+      actors.register<NodePeerMessage>(peerKind);
+      kinds.push(peerKind as unknown as ActorKind<ActorMessage>);
+    }
+    const controllerCluster = config.node.role !== 'worker' ? await startControllerCluster({ config, db, bus, actors, logger: log }) : undefined;
+    if (controllerCluster) cleanups.push(() => controllerCluster.close());
 
     // Agents: the registry, model providers, and (on nodes that run work) the ExecutionActor kind.
     const agentService = new AgentService(db, log);
-    const llm = createLlmRegistry(config.llm_providers, log);
+    // Swappable: a controller's managed `llm_providers` section replaces the providers of a running worker.
+    const llm = new SwappableLlmRegistry(createLlmRegistry(config.llm_providers, log));
     let agentsCap: AgentsCapability | undefined;
+    let workflowCap: WorkflowCapability | undefined;
     // One tool catalog for the whole node: the refinement loop, SEAL and MCP all call it. The executions service is
     // bound late because it is made by the agents capability, which needs the catalog first.
-    const catalog = createToolCatalog({ config, logger: log, db, agents: agentService, executions: () => agentsCap?.executions });
+    // Volumes: one service for HTTP, tools and FSAL; the reaper removes expired ephemeral volumes of this node.
+    const volumes = new VolumeService({ db, dataDir: config.dataDir, nodeId: config.node.id, logger: log });
+    const reaper = volumes.startReaper(Math.round((config.volumes?.reaper_interval_seconds ?? 60) * 1000));
+    cleanups.push(() => reaper.stop());
+    // The workflow registry: one service behind /v1/workflows, the orch.workflow.* registry tools and the engine.
+    const workflowDefs = new WorkflowDefinitionService(db, log);
+    // Cortex memory (docs/CORTEX.md): only with a `cortex` section in the node config.
+    const cortex = config.cortex ? new CortexService(db, config.cortex, log) : undefined;
+    // The same index serves orch.agent.search / orch.workflow.search: agents and workflows are embedded when deployed.
+    const cortexSearch = cortex ? new CortexSearchIndex({ db, embeddings: cortex.embeddings, agents: agentService, workflows: workflowDefs, logger: log }) : undefined;
+    if (cortexSearch) {
+      agentService.onDeployed((e) => cortexSearch.index('agent', { tenant_id: e.tenant_id, id: e.agent_id, name: e.name, description: e.description, labels: e.labels }));
+      workflowDefs.onDeployed((e) => cortexSearch.index('workflow', { tenant_id: e.tenant_id, id: e.workflow_id, name: e.name, description: e.description, labels: e.labels }));
+    }
+    // orch.agent.generate / orch.workflow.generate and the orch.execute.intent pipeline (a run of a built-in workflow).
+    const generator = new ManifestGenerator({ llm, agents: agentService, workflows: workflowDefs, logger: log });
+    const pipeline = new IntentPipeline({ agents: agentService, workflows: workflowDefs, runs: () => workflowCap?.runs, generator, logger: log });
+    const catalog = createToolCatalog({ config, logger: log, db, bus, agents: agentService, volumes, workflows: workflowDefs, executions: () => agentsCap?.executions ?? routedExecutions, workflowRuns: () => workflowCap?.runs, pipeline, generator, ...(cortexSearch ? { cortexSearch } : {}) });
     if (config.node.role !== 'controller') {
       agentsCap = await startAgentsCapability({
         config,
@@ -93,17 +158,77 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         agents: agentService,
         llm,
         judge: createLlmJudge(llm, agentService),
+        ...(cortex ? { cortex } : {}),
         catalog,
+        volumes,
         logger: log,
       });
       kinds.push(agentsCap.kind);
     }
+    // A controller runs no executions: its `execution` kind routes each one to a worker and forwards it there
+    // (ForwardExecution), relaying the worker's events on this node's bus; docs/ROUTING.md.
+    const router = new ExecutionRouter(db, config.node.id);
+    let forwarding: ForwardingCapability | undefined;
+    let routedExecutions: ExecutionService | undefined;
+    if (config.node.role === 'controller' && controllerCluster) {
+      const cc = controllerCluster;
+      let creds: (NodeCredentials & { expiresAtMs: number }) | undefined;
+      forwarding = startForwarding({
+        db, bus, actors, nodeId: config.node.id, router, leaseMs: EXECUTION_LEASE_MS, logger: log,
+        credentials: async () => {
+          if (!creds || creds.expiresAtMs - Date.now() < 300_000) creds = await cc.authority.selfCredentials(config.node.id, 'controller', cc.key);
+          return creds;
+        },
+      });
+      const fw = forwarding;
+      cleanups.push(async () => fw.close());
+      kinds.push(fw.kind);
+      routedExecutions = new ExecutionService(db, bus, actors, agentService, config.node.id, EXECUTION_LEASE_MS, log);
+    }
+    // Workflow runs and approvals (controller and hybrid): WorkflowActor and ApprovalActor kinds, recovered below.
+    if (config.node.role !== 'worker') {
+      const caps = agentsCap;
+      // spec.storage volumes of workflow runs, made through the same VolumeService and mounted into containers.
+      const workflowStorage = new WorkflowStorage(volumes, { db, logger: log, ...(config.fuse ? { fuseAddress: config.fuse.address } : {}) });
+      workflowCap = startWorkflowCapability({
+        db,
+        bus,
+        actors,
+        nodeId: config.node.id,
+        workflows: workflowDefs,
+        logger: log,
+        runners: workflowStateRunners({ executions: () => caps?.executions ?? routedExecutions, agents: agentService, db, docker: caps?.runtimes.docker, resolveVolume: (ref) => workflowStorage.acquire(ref), settleVolume: (ref) => workflowStorage.release(ref) }),
+        storage: workflowStorage,
+        ...(config.cluster.workflow_lease_seconds ? { leaseMs: Math.round(config.cluster.workflow_lease_seconds * 1000) } : {}),
+      });
+      kinds.push(...workflowCap.kinds);
+      const stopSweeper = workflowCap.startSweeper();
+      cleanups.push(async () => stopSweeper());
+    }
+    // Stimuli and signed webhooks route into workflow runs (controller and hybrid); docs/STIMULI.md.
+    const stimuli = workflowCap
+      ? createStimulusService({ db, config: config.stimuli, runs: workflowCap.runs, llm, agents: agentService, workflows: workflowDefs, logger: log })
+      : undefined;
 
-    // SEAL: agent containers attest and send signed tool calls, routed through the tool catalog.
-    const seal = new SealService({ db, dataDir: config.dataDir, catalog, contextFor: contextFromManifest, logger: log });
+    // SEAL: agent containers attest and send signed tool calls, routed through the tool catalog. With Redis the
+    // replay record is a shared SET NX there (no database round trip per invoke).
+    const sealReplay = config.redis.url ? await RedisReplayGuard.open(config.redis.url, log) : undefined;
+    if (sealReplay) cleanups.push(() => sealReplay.close());
+    const seal = new SealService({
+      db,
+      dataDir: config.dataDir,
+      catalog,
+      contextFor: contextFromManifest,
+      nodeId: config.node.id,
+      volumes,
+      ...(agentsCap ? { sandboxCommands: agentsCap.sandboxCommands } : {}),
+      ...(sealReplay ? { replay: sealReplay, bus } : {}),
+      logger: log,
+    });
+    cleanups.push(() => seal.close());
 
     let shuttingDown = false;
-    const cluster = new ClusterService(db);
+    const cluster = new ClusterService(db, controllerCluster?.membership);
     const app: FastifyInstance = await buildHttpApp({
       logger: log,
       db,
@@ -111,9 +236,17 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       cluster,
       isShuttingDown: () => shuttingDown,
       registerAgents: (app) => registerAgentRoutes(app, agentService),
+      workflows: workflowDefs,
       seal,
       catalog,
+      volumes,
       ...(agentsCap ? { executions: agentsCap.executions, gateways: agentsCap.gateways } : {}),
+      ...(routedExecutions ? { executions: routedExecutions } : {}),
+      ...(workflowCap ? { workflowRuns: workflowCap.runs, approvals: workflowCap.approvals } : {}),
+      ...(stimuli ? { stimuli } : {}),
+      billing: new BillingService(db, config.billing, log),
+      bus,
+      metricsAllowRemote: config.metrics?.allow_remote === true,
     });
     await app.listen({ host: config.http.bind, port: config.http.port });
     cleanups.push(() => app.close());
@@ -124,23 +257,53 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         // The SEAL RPCs authenticate by their own token and signature: exempt from bearer auth on every node.
         auth: { ...config.grpc_auth, exempt_methods: [...config.grpc_auth.exempt_methods, ...SEAL_EXEMPT_METHODS], authenticator },
         logger: log,
-        handlers: { ...(agentsCap ? executionHandlers(agentsCap.executions, log) : {}), ...sealHandlers(seal, log) },
+        handlers: { ...(agentsCap ? executionHandlers(agentsCap.executions, log) : {}), ...sealHandlers(seal, log), ...(stimuli ? stimulusHandlers(stimuli, log) : {}),
+          // ValidateWithJudges: judge agents run as executions (docs/JUDGES.md); Cortex answers FAILED_PRECONDITION when disabled.
+          ...judgeHandlers(new JudgeService({ executions: () => agentsCap?.executions ?? routedExecutions, agents: agentService, logger: log }), log),
+          ...cortexHandlers(cortex),
+          ...(routedExecutions ? executionHandlers(routedExecutions, log) : {}),
+        },
+        // FsalService: the FUSE daemon's backend (docs/FSAL.md).
+        fsal: fsalHandlers(new FsalService({ db, volumes, bus, logger: log }), log),
       }),
       config.http.bind,
       config.grpc.port,
     );
     cleanups.push(() => runtime.close());
     let clusterAddress: string | undefined;
-    if (config.node.role !== 'worker') {
-      const clusterSrv = await startGrpcServer(createClusterServer({ logger: log }), config.http.bind, config.cluster.cluster_grpc_port);
+    let requestShutdown: (reason: string) => void = () => undefined;
+    const shutdownRequested = new Promise<string>((resolve) => (requestShutdown = resolve));
+    // A worker serves NodeClusterService too (PushConfig, ForwardExecution from controllers) and joins its controller.
+    const workerCluster =
+      config.node.role === 'worker'
+        ? await startWorkerCluster({ config, db, runtimes: Object.keys(agentsCap?.runtimes ?? {}), llm, onShutdown: (reason) => requestShutdown(reason), logger: log })
+        : undefined;
+    {
+      const wc = workerCluster;
+      const handlers = {
+        ...(controllerCluster?.handlers ?? workerCluster?.handlers ?? {}),
+        // RouteExecution on a controller, ForwardExecution on a worker (docs/ROUTING.md).
+        ...(controllerCluster ? routeExecutionHandler({ authority: controllerCluster.authority, router, logger: log }) : {}),
+        ...(wc ? forwardExecutionHandler({ authority: wc.authority, db, bus, actors, nodeId: config.node.id, isDraining: () => wc.membership?.isDraining() ?? false, logger: log }) : {}),
+      };
+      const clusterSrv = await startGrpcServer(createClusterServer({ logger: log, handlers }), config.http.bind, config.cluster.cluster_grpc_port);
       cleanups.push(() => clusterSrv.close());
       clusterAddress = `${config.http.bind}:${clusterSrv.port}`;
+    }
+    if (workerCluster) {
+      // Stopped first on the way down (cleanups run in reverse): DeregisterNode before the servers close.
+      cleanups.push(() => workerCluster.close());
+      workerCluster.join(advertisedAddress(config.http.bind, clusterAddress));
     }
     const grpcAddress = config.node.grpc_address ?? `${config.http.bind}:${runtime.port}`;
 
     // Our own membership row first, then every non-terminal row this node owns gets its actor back.
-    await upsertSelf(db, { nodeId: config.node.id, role: config.node.role, grpcAddress, tags: config.node.tags });
+    if (config.node.role !== 'worker') await upsertSelf(db, { nodeId: config.node.id, role: config.node.role, grpcAddress, tags: config.node.tags });
     const recovered = await recoverAll(actors, kinds, log);
+    controllerCluster?.startWatch();
+    // Executions held by workers whose heartbeats stopped: failed (worker_lost) or routed again.
+    const stopLossSweep = forwarding?.startSweeper(heartbeatMs);
+    if (stopLossSweep) cleanups.push(async () => stopLossSweep());
 
     const addresses: NodeAddresses = {
       http: `http://${config.http.bind}:${httpPort}`,
@@ -158,6 +321,11 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       authenticator,
       actors,
       recovered,
+      volumes,
+      tools: catalog,
+      shutdownRequested,
+      ...(controllerCluster ? { controllerCluster } : {}),
+      ...(workerCluster ? { workerCluster } : {}),
       stop: () => {
         stopping ??= (async () => {
           shuttingDown = true;
@@ -172,4 +340,11 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     await undo();
     throw err;
   }
+}
+
+/** The host:port peers dial for this node's NodeClusterService: the bind address, or the host name for a wildcard. */
+function advertisedAddress(bind: string, bound: string): string {
+  const port = bound.slice(bound.lastIndexOf(':') + 1);
+  const host = bind === '0.0.0.0' || bind === '::' || bind === '' ? os.hostname() : bind;
+  return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgTypes } from './types.ts';
+import { inDbSpan } from '../observability/db.ts';
 
 export type Isolation = 'serializable' | 'read committed';
 
@@ -29,7 +30,7 @@ function toResult<R extends object>(res: pg.QueryResult): QueryResult<R> {
 function clientQueryable(client: pg.PoolClient): Queryable {
   return {
     query: async <R extends object = Row>(sql: string, params?: readonly unknown[]) =>
-      toResult<R>(await client.query(sql, params as unknown[] | undefined)),
+      toResult<R>(await inDbSpan(sql, () => client.query(sql, params as unknown[] | undefined))),
   };
 }
 
@@ -44,11 +45,11 @@ class PgDb implements Db {
   ) {}
 
   async query<R extends object = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-    return toResult<R>(await this.pool.query(sql, params as unknown[] | undefined));
+    return toResult<R>(await inDbSpan(sql, () => this.pool.query(sql, params as unknown[] | undefined)));
   }
 
   tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return withTxRetry(() => this.once(fn), this.retry);
+    return inDbSpan('', () => withTxRetry(() => this.once(fn), this.retry), 'TRANSACTION');
   }
 
   private async once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {

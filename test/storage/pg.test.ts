@@ -66,7 +66,9 @@ test('pg: a real serialization failure (write skew under SERIALIZABLE) is retrie
       return true;
     });
   const results = await Promise.all([goOff('alice'), goOff('bob')]);
-  t.is(attempts.alice + attempts.bob, 3, 'exactly one of them ran again');
+  // At least one first attempt was refused and ran again (a retry that starts before the other commits can be
+  // refused once more on a loaded machine, so more than 3 attempts is fine); the outcome below is what must hold.
+  t.true(attempts.alice + attempts.bob >= 3, `attempts: ${JSON.stringify(attempts)}`);
   t.deepEqual(results.filter(Boolean).length, 1, 'the retried one saw the other commit and stayed on call');
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::INT AS n FROM on_call WHERE on_call');
   t.is(rows[0]!.n, 1);
@@ -88,7 +90,14 @@ for (const isolation of ['serializable', 'read committed'] as const satisfies re
     const first = db.tx(async (tx) => {
       const e = await appendEvent(tx, stream, 'first', {});
       appended();
-      await new Promise((r) => setTimeout(r, 150));
+      // Commit only once the second append is blocked on this one's key (a fixed sleep missed the race when the
+      // machine was loaded and the second transaction started late).
+      const until = Date.now() + 10_000;
+      while (Date.now() < until) {
+        const w = await db.query<{ n: number }>(`SELECT count(*)::INT AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+        if ((w.rows[0]?.n ?? 0) > 0) break;
+        await new Promise((r) => setTimeout(r, 20));
+      }
       return e;
     });
     await firstAppended;

@@ -15,6 +15,7 @@ import type {
 } from '@grpc/grpc-js';
 import type { Logger } from '../../logging/logger.ts';
 import { isServerFault, toGrpcError } from './errors.ts';
+import { startGrpcServerSpan } from '../../observability/grpc.ts';
 
 type ReplyStream = ServerWritableStream<unknown, unknown> | ServerDuplexStream<unknown, unknown>;
 
@@ -58,10 +59,12 @@ function guardHandler(path: string, responseStream: boolean, handler: UntypedHan
   if (!responseStream) {
     // Unary and client-streaming: one callback answers the call; never let it fire twice.
     return (call: ServerUnaryCall<unknown, unknown> | ServerReadableStream<unknown, unknown>, callback: sendUnaryData<unknown>) => {
+      const span = startGrpcServerSpan(path, call.metadata);
       let answered = false;
       const once: sendUnaryData<unknown> = (...args) => {
         if (answered) return;
         answered = true;
+        span.end(args[0]);
         callback(...args);
       };
       const run = async (): Promise<void> => {
@@ -69,7 +72,7 @@ function guardHandler(path: string, responseStream: boolean, handler: UntypedHan
         const result: unknown = (handler as Unary)(call as ServerUnaryCall<unknown, unknown>, once);
         await result;
       };
-      run().catch((err: unknown) => {
+      span.within(run).catch((err: unknown) => {
         report(err);
         once(toGrpcError(err));
       });
@@ -78,12 +81,16 @@ function guardHandler(path: string, responseStream: boolean, handler: UntypedHan
 
   // Server-streaming and bidi: the status is sent by ending the stream with an 'error' event.
   return (call: ReplyStream) => {
+    const span = startGrpcServerSpan(path, call.metadata);
+    call.once('finish', () => span.end());
+    call.once('error', (err: unknown) => span.end(err));
+    call.once('cancelled', () => span.end({ code: 1, details: 'cancelled by the client' }));
     const run = async (): Promise<void> => {
       if (gate) await gate(call, path);
       const result: unknown = (handler as ServerStream)(call as ServerWritableStream<unknown, unknown>);
       await result;
     };
-    run().catch((err: unknown) => {
+    span.within(run).catch((err: unknown) => {
       report(err);
       if (!call.writableEnded && !call.destroyed) call.emit('error', toGrpcError(err));
     });

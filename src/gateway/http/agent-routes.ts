@@ -4,50 +4,13 @@
 // All of it is AgentService; this file only translates. The routes live in their own encapsulated scope so the
 // YAML body parser applies to them only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Errors, OrchError } from '../../errors/catalog.ts';
 import { AgentManifestInvalid, SCOPES, type AgentScope, type AgentService, type Viewer } from '../../agents/service.ts';
 import { principalOf } from './auth-hook.ts';
+import { deployInput, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
 
-interface DeployBody {
-  manifest_yaml?: unknown;
-  force?: unknown;
-  scope?: unknown;
-}
-
-interface DeployQuery {
-  force?: string;
-  scope?: string;
-}
-
-const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
-
-function flag(v: unknown, name: string): boolean {
-  if (v === undefined || v === null) return false;
-  if (typeof v === 'boolean') return v;
-  if (v === 'true' || v === '1' || v === '') return true;
-  if (v === 'false' || v === '0') return false;
-  throw new OrchError(Errors.BAD_REQUEST, `${name} must be a boolean`);
-}
-
-function scopeOf(v: unknown): AgentScope | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v === 'string' && (SCOPES as readonly string[]).includes(v)) return v as AgentScope;
-  throw new OrchError(Errors.BAD_REQUEST, `scope must be one of ${SCOPES.join(', ')}`);
-}
-
-/** The manifest text and options from either body form. */
-function deployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
-  if (typeof body === 'string') {
-    const scope = scopeOf(query.scope);
-    return { yaml: body, force: flag(query.force, 'force'), ...(scope ? { scope } : {}) };
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new OrchError(Errors.BAD_REQUEST, 'body must be {"manifest_yaml": "...", "force"?: bool} or the YAML itself (Content-Type: application/yaml)');
-  }
-  const b = body as DeployBody;
-  if (typeof b.manifest_yaml !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'manifest_yaml is required and must be a string');
-  const scope = scopeOf(b.scope ?? query.scope);
-  return { yaml: b.manifest_yaml, force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
+/** The manifest text and options of a deploy (deploy-input.ts), scoped to the agent scopes. */
+function agentDeployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
+  return deployInput(body, query, SCOPES, 'body must be {"manifest_yaml": "...", "force"?: bool} or the YAML itself (Content-Type: application/yaml)');
 }
 
 function viewerOf(request: FastifyRequest): { tenant: string; viewer: Viewer } {
@@ -81,7 +44,7 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
 
     scope.post<{ Querystring: DeployQuery }>('/v1/agents', async (request, reply) => {
       const p = principalOf(request);
-      const input = deployInput(request.body, request.query);
+      const input = agentDeployInput(request.body, request.query);
       return manifestErrors(reply, async () => {
         const res = await agents.deploy({ tenant: p.tenantId, subject: p.subject, roles: p.roles, ...input });
         return reply.status(201).send({ agent_id: res.agent_id, name: res.name, version: res.version });
@@ -95,7 +58,7 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
 
     scope.put<{ Params: { id: string }; Querystring: DeployQuery }>('/v1/agents/:id', async (request, reply) => {
       const { tenant, viewer } = viewerOf(request);
-      const input = deployInput(request.body, request.query);
+      const input = agentDeployInput(request.body, request.query);
       return manifestErrors(reply, async () => {
         const res = await agents.update(tenant, request.params.id, input.yaml, { ...viewer, force: input.force });
         return reply.status(200).send({ agent_id: res.agent_id, name: res.name, version: res.version, replaced: res.replaced });

@@ -15,12 +15,30 @@ import { registerUnimplementedRoutes } from './unimplemented.ts';
 import { registerExecutionRoutes } from './execution-routes.ts';
 import { registerDispatchGatewayRoute } from './dispatch-gateway-route.ts';
 import { registerWsFeed } from './ws-feed.ts';
+import { FeedHub } from '../feed/hub.ts';
+import { registerDashboard } from './dashboard.ts';
+import type { EventBus } from '../../bus/bus.ts';
 import type { ExecutionService } from '../../agents/execution/service.ts';
 import type { GatewayRegistry } from '../../agents/execution/gateway-server.ts';
 import type { SealService } from '../../seal/service.ts';
 import { registerSealRoutes } from './seal-routes.ts';
 import type { ToolCatalog } from '../../tools/types.ts';
 import { registerMcpRoute } from '../../mcp/http.ts';
+import type { WorkflowDefinitionService } from '../../workflow/registry/service.ts';
+import { registerWorkflowRoutes } from './workflow-routes.ts';
+import type { WorkflowExecutionService } from '../../workflow/service.ts';
+import type { ApprovalService } from '../../workflow/approvals/service.ts';
+import { registerWorkflowExecutionRoutes } from './workflow-execution-routes.ts';
+import { registerApprovalRoutes } from './approval-routes.ts';
+import type { VolumeService } from '../../volumes/service.ts';
+import { registerVolumeRoutes } from './volume-routes.ts';
+import type { StimulusService } from '../../stimuli/service.ts';
+import { registerStimulusRoutes } from './stimulus-routes.ts';
+import type { BillingService } from '../../billing/service.ts';
+import { registerBillingRoutes } from './billing-routes.ts';
+import { registerMetricsRoute } from './metrics-route.ts';
+import { installHttpTracing } from '../../observability/http.ts';
+import { orchMetrics } from '../../observability/metrics.ts';
 
 export interface HttpDeps {
   logger: Logger;
@@ -33,10 +51,30 @@ export interface HttpDeps {
   gateways?: GatewayRegistry;
   /** Registers the agent registry routes (owned by src/agents). */
   registerAgents?: (app: FastifyInstance) => Promise<void> | void;
+  /** The workflow registry: deploy, list, get, delete, versions, promote, demote under /v1/workflows. */
+  workflows?: WorkflowDefinitionService;
   /** SEAL attestation and signed tool calls (/v1/seal/*, /v1/invoke). */
   seal?: SealService;
   /** The tool catalog, served to external MCP clients at /v1/mcp in each caller's security context. */
   catalog?: ToolCatalog;
+  /** Workflow runs (/v1/workflows/{name}/run, /v1/workflows/executions/*) and human approvals (/v1/human-approvals/*). */
+  workflowRuns?: WorkflowExecutionService;
+  approvals?: ApprovalService;
+  /** Volumes and their files (/v1/volumes, docs/VOLUMES.md). */
+  volumes?: VolumeService;
+  /** Stimuli and signed webhooks (/v1/stimuli, /v1/webhooks/{source}; docs/STIMULI.md). */
+  stimuli?: StimulusService;
+  /** The five /v1/billing routes (docs/BILLING.md); each answers 501 when no payment provider key is set. */
+  billing?: BillingService;
+  /** The event bus: list streams of the live feed (/v1/ws executions, workflows, approvals, nodes). */
+  bus?: EventBus;
+  /** A live-feed socket with more unsent bytes than this is dropped (close 4008). Default 4 MiB. */
+  wsMaxBufferedBytes?: number;
+}
+
+export interface HttpDeps {
+  /** GET /metrics answers peers that are not on loopback too (config spec.metrics.allow_remote). Default false. */
+  metricsAllowRemote?: boolean;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -54,6 +92,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     bodyLimit: 8 * 1024 * 1024,
   });
+  installHttpTracing(app);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -66,16 +105,29 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   installErrorHandling(app);
   installAuth(app, deps.authenticator);
   registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown });
+  registerMetricsRoute(app, { allowRemote: deps.metricsAllowRemote === true });
   registerIdentityRoutes(app);
   registerClusterRoutes(app, deps.cluster);
   await deps.registerAgents?.(app);
+  if (deps.workflows) await registerWorkflowRoutes(app, deps.workflows);
   if (deps.executions) {
     registerExecutionRoutes(app, deps.executions);
-    await registerWsFeed(app, deps.executions);
+    const hub = deps.bus ? new FeedHub({ db: deps.db, bus: deps.bus, nodes: { listNodes: () => deps.cluster.listNodes() as never }, logger: deps.logger }) : undefined;
+    if (hub) app.addHook('onClose', () => hub.close());
+    // orch_ws_subscribers at /metrics counts this feed's subscriptions while the app is up.
+    const uncount = hub ? orchMetrics().countWsSubscribers(() => hub.subscriberCount()) : undefined;
+    if (uncount) app.addHook('onClose', async () => uncount());
+    await registerWsFeed(app, { executions: deps.executions, workflows: deps.workflowRuns, hub, authenticator: deps.authenticator, maxBufferedBytes: deps.wsMaxBufferedBytes });
   }
   if (deps.gateways) registerDispatchGatewayRoute(app, deps.gateways);
   if (deps.seal) await registerSealRoutes(app, deps.seal);
   if (deps.catalog) await registerMcpRoute(app, deps.catalog);
+  if (deps.workflowRuns) registerWorkflowExecutionRoutes(app, deps.workflowRuns);
+  if (deps.approvals) registerApprovalRoutes(app, deps.approvals);
+  if (deps.volumes) await registerVolumeRoutes(app, deps.volumes, deps.db);
+  if (deps.stimuli) await registerStimulusRoutes(app, deps.stimuli);
+  if (deps.billing) registerBillingRoutes(app, deps.billing);
+  await registerDashboard(app);
   registerUnimplementedRoutes(app);
   await app.ready();
   return app;
