@@ -5,6 +5,7 @@ import type { ActorHandle, ActorKind, ActorMessage, Behaviour } from '../../acto
 import type { Logger } from '../../logging/logger.ts';
 import type { EventBus } from '../../bus/bus.ts';
 import { claimRow, releaseRow, renewRow, type RowClaim, type RowFence } from '../../storage/row-lease.ts';
+import type { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import { CancelledByUser, NodeShuttingDown, isHandOver } from '../../agents/execution/errors.ts';
 import { insertWorkflowEvents } from './events.ts';
 import { isTerminalStatus, recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
@@ -15,6 +16,8 @@ export const WORKFLOW_KIND = 'workflow';
 export type WorkflowMessage =
   | { type: 'cancel'; reply?: (accepted: boolean) => void }
   | { type: 'renew' }
+  | { type: 'renewed'; cancelRequested: boolean }
+  | { type: 'lease_lost'; error: Error }
   | { type: 'run_ended' }
   | { type: 'run_crashed'; error: Error };
 
@@ -27,6 +30,11 @@ export interface WorkflowActorSettings extends EngineDeps {
    * inserted instead of claiming again. A restarted process has none, so recovery always claims (a new epoch).
    */
   fresh?: Map<string, WorkflowExecutionRow>;
+  /**
+   * Renews every run's claim of this node in one statement per tick (lease-renewer.ts). Absent: each actor renews
+   * its own row every third of the lease.
+   */
+  renewer?: LeaseRenewer;
 }
 
 class WorkflowBehaviour implements Behaviour<WorkflowMessage> {
@@ -60,7 +68,15 @@ class WorkflowBehaviour implements Behaviour<WorkflowMessage> {
     this.abort = abort;
     if (claim.row.cancel_requested) abort.abort(new CancelledByUser());
     const run = new WorkflowRun(this.s, claim, claim.row);
-    this.actor.schedule(this.s.leaseMs / 3, { type: 'renew' });
+    if (this.s.renewer) {
+      // The renewer calls back outside this actor's turn; the messages bring its news into the mailbox.
+      this.s.renewer.hold(claim, {
+        renewed: (row) => {
+          if (row.cancel_requested === true) this.actor.schedule(0, { type: 'renewed', cancelRequested: true });
+        },
+        lost: (error) => this.actor.schedule(0, { type: 'lease_lost', error }),
+      });
+    } else this.actor.schedule(this.s.leaseMs / 3, { type: 'renew' });
     this.running = run.run(abort.signal).then(
       () => this.actor.schedule(0, { type: 'run_ended' }),
       (error: Error) => {
@@ -96,11 +112,24 @@ class WorkflowBehaviour implements Behaviour<WorkflowMessage> {
         this.actor.schedule(this.s.leaseMs / 3, { type: 'renew' });
         return;
       }
+      case 'renewed':
+        // A cancel asked on another node (which cannot reach this actor) is seen here.
+        if (msg.cancelRequested && this.abort && !this.abort.signal.aborted) this.abort.abort(new CancelledByUser());
+        return;
+      case 'lease_lost':
+        if (!this.fence) return;
+        this.log.warn({ err: msg.error }, 'lost the workflow lease; stopping here');
+        this.abort?.abort(msg.error);
+        this.fence = undefined;
+        return;
       case 'run_ended':
+        if (this.fence) this.s.renewer?.release(this.fence);
         this.fence = undefined;
         this.actor.stop();
         return;
       case 'run_crashed':
+        // The supervisor recovers the actor with a new claim (held anew) or gives up: this claim is done either way.
+        if (this.fence) this.s.renewer?.release(this.fence);
         throw msg.error;
     }
   }
@@ -110,7 +139,10 @@ class WorkflowBehaviour implements Behaviour<WorkflowMessage> {
     this.abort?.abort(new NodeShuttingDown());
     if (this.running) await Promise.race([this.running, new Promise((r) => setTimeout(r, 5000))]);
     this.fence = undefined;
-    if (fence) await releaseRow(this.s.db, fence).catch(() => undefined);
+    if (fence) {
+      this.s.renewer?.release(fence);
+      await releaseRow(this.s.db, fence).catch(() => undefined);
+    }
   }
 }
 

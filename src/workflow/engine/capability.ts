@@ -18,11 +18,17 @@ import type { StateRunner } from './runner-types.ts';
 import type { EngineDeps } from './run.ts';
 import { TerminalCache, Wakers } from './wakers.ts';
 import { StepWriter, type WriterOptions } from './writer.ts';
+import { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import { recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
 import { recoverableApprovalIds } from '../approvals/repo.ts';
 
-/** How long a workflow row's claim lasts without renewal (renewed every third of it). */
-export const WORKFLOW_LEASE_MS = 30_000;
+/**
+ * How long a workflow row's claim lasts without renewal (renewed every third of it, all of a node's rows in one
+ * statement). It bounds controller failover: another controller takes a dead one's runs over within the lease plus
+ * its sweep interval (a third of it) plus the interrupted state's re-run; 6 s keeps that under 10 s p99
+ * (docs/BENCHMARKS.md, controller failover).
+ */
+export const WORKFLOW_LEASE_MS = 6_000;
 
 export interface WorkflowCapability {
   runs: WorkflowExecutionService;
@@ -31,6 +37,8 @@ export interface WorkflowCapability {
   kinds: ActorKind<ActorMessage>[];
   writer: StepWriter;
   wakers: Wakers;
+  /** Renews the claims of every run this node drives, one statement per third of the lease. */
+  renewer: LeaseRenewer;
   /**
    * Starts the periodic sweep that takes over runs (and approval timers) whose owner's claim expired — another
    * controller died — without waiting for a restart. Answers the function that stops it.
@@ -59,6 +67,15 @@ export function startWorkflowCapability(o: {
   const writer = new StepWriter(o.db, o.bus, log, o.writer);
   const fresh = new Map<string, WorkflowExecutionRow>();
   const terminals = new TerminalCache(wakers);
+  const renewer = new LeaseRenewer(o.db, {
+    table: 'workflow_executions',
+    keyColumn: 'id',
+    keyType: 'UUID',
+    nodeId: o.nodeId,
+    ttlMs: leaseMs,
+    columns: ['cancel_requested'],
+    logger: log,
+  }).start();
   const runs = new WorkflowExecutionService({ db: o.db, bus: o.bus, actors: o.actors, workflows: o.workflows, wakers, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals });
   const runners: Partial<Record<StateKind, StateRunner<never>>> = {
     ...(o.runners ?? {}),
@@ -76,6 +93,7 @@ export function startWorkflowCapability(o: {
     leaseMs,
     fresh,
     terminals,
+    renewer,
     ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
     ...(o.storage ? { storage: o.storage } : {}),
     onApprovalCreated: (id) => o.actors.spawn(APPROVAL_KIND, id),
@@ -98,5 +116,6 @@ export function startWorkflowCapability(o: {
     kinds: [wk as unknown as ActorKind<ActorMessage>, ak as unknown as ActorKind<ActorMessage>],
     writer,
     wakers,
+    renewer,
   };
 }
