@@ -53,9 +53,13 @@ export function runOrch(args: string[], env: Record<string, string | undefined>,
   });
 }
 
-/** Starts `orch up --json` and waits for its banner line. */
-export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 90_000): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [ORCH_BIN, '--json', 'up', ...args], {
+/**
+ * Starts `orch up --json` and waits for its banner line. `wrap` is a command prefix that execs the node (e.g.
+ * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid).
+ */
+export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 90_000, wrap: string[] = []): Promise<NodeProcess> {
+  const argv = [...wrap, process.execPath, ORCH_BIN, '--json', 'up', ...args];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: {
       ...process.env,
       ORCH_HTTP_PORT: '0',
