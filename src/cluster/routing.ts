@@ -61,6 +61,15 @@ export class ExecutionRouter {
     private readonly viewTtlMs = 250,
   ) {}
 
+  /**
+   * Forget the cached membership: the next decision reads it again. Called on every member status change this node
+   * hears of (the `node:` streams of the bus, from any controller) and right after this node's own drain, so a
+   * drained member is never chosen after the drain was answered.
+   */
+  invalidate(): void {
+    this.view = undefined;
+  }
+
   /** The ACTIVE members that run work, read at most once per viewTtlMs. */
   private active(): Promise<PeerRecord[]> {
     const now = Date.now();

@@ -46,12 +46,15 @@ export class ClusterService {
   constructor(
     private readonly db: Db,
     private readonly membership?: Membership,
+    /** Told after a drain is written (the router forgets its cached membership). */
+    private readonly onMembershipChanged: () => void = () => {},
   ) {}
 
   /** Operator drain: DRAINING now, the drain command on the member's next heartbeat response. */
   async drain(nodeId: string, reason?: string): Promise<{ node_id: string; status: string; already_draining: boolean }> {
     if (!this.membership) throw new OrchError(Errors.NOT_IMPLEMENTED, 'drain is served by controller nodes');
     const r = await this.membership.drain(nodeId, reason && reason.trim() ? reason.trim() : 'operator request');
+    this.onMembershipChanged();
     return { node_id: r.node_id, status: r.status, already_draining: r.already };
   }
 

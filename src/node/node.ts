@@ -168,6 +168,11 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     // A controller runs no executions: its `execution` kind routes each one to a worker and forwards it there
     // (ForwardExecution), relaying the worker's events on this node's bus; docs/ROUTING.md.
     const router = new ExecutionRouter(db, config.node.id);
+    if (controllerCluster) {
+      // Any member's status change, written by any controller, makes the next routing decision re-read membership.
+      const sub = await bus.subscribePrefix('node:', () => router.invalidate());
+      cleanups.push(() => sub.close());
+    }
     let forwarding: ForwardingCapability | undefined;
     let routedExecutions: ExecutionService | undefined;
     if (config.node.role === 'controller' && controllerCluster) {
@@ -228,7 +233,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     cleanups.push(() => seal.close());
 
     let shuttingDown = false;
-    const cluster = new ClusterService(db, controllerCluster?.membership);
+    const cluster = new ClusterService(db, controllerCluster?.membership, () => router.invalidate());
     const app: FastifyInstance = await buildHttpApp({
       logger: log,
       db,
