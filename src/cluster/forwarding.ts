@@ -4,9 +4,11 @@
 // chosen worker (owner_node = worker, a new epoch), calls ForwardExecution on it and, for every event the worker
 // streams back, publishes what the worker has persisted (the shared database) on this controller's bus, so clients
 // on any controller see it live. A worker lost mid-execution — the stream breaks and the worker cannot be reached
-// again, or its heartbeats stop (the sweep below) — ends the execution `failed` with reason `worker_lost`; one that
-// had not started yet is routed again to another worker. Every change of hands bumps the row's epoch, so a worker
-// that was only cut off is fenced: its later writes change nothing.
+// again, or its heartbeats stop (the sweep below) — does not end the execution while another ACTIVE worker can take
+// it: the controller takes the row back and hands it to that survivor, which resumes it from its journal
+// (resume.ts). With no survivor (or past MAX_RESUMES) it ends `failed` with reason `worker_lost`; one that had not
+// started yet is routed again to another worker. Every change of hands bumps the row's epoch, so a worker that was
+// only cut off is fenced: its later writes change nothing.
 import { status as GrpcStatus, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import type { ActorHandle, ActorKind, ActorMessage, Behaviour } from '../actors/kind.ts';
 import type { ActorRuntime } from '../actors/runtime.ts';
@@ -20,6 +22,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import { NodeClusterClient, type CallCredentials } from './client.ts';
 import { ExecutionRouter, requirementsOf } from './routing.ts';
+import { handOverForResume, journalSummary, lastLostWorker, MAX_RESUMES, takeBackForResume, volumesStoredOn, type ResumePolicy } from './resume.ts';
 
 export const WORKER_LOST = 'worker_lost';
 
@@ -36,6 +39,8 @@ export interface ForwardingSettings {
   leaseMs: number;
   /** How long a broken stream may take to come back before the worker counts as lost. */
   reconnectMs?: number;
+  /** Resume a running execution of a lost worker on a survivor (startForwarding: the router's rule). */
+  resume?: ResumePolicy;
   logger: Logger;
 }
 
@@ -60,14 +65,31 @@ export class WorkerClients {
   }
 }
 
-export type LostOutcome = 'failed' | 'rerouted' | 'unchanged';
+export type LostOutcome = 'failed' | 'rerouted' | 'resumed' | 'unchanged';
+
+/** The resume rule of a controller: a survivor is an ACTIVE worker, other than the lost one, meeting the request. */
+export function routerResumePolicy(router: ExecutionRouter, maxResumes = MAX_RESUMES): ResumePolicy {
+  return {
+    maxResumes,
+    survivorFor: async (row, lost) => (await router.candidates(requirementsOf(row.manifest), [lost])).length > 0,
+  };
+}
 
 /**
  * The worker `lost` that held execution `id` is gone. A pending execution (never started) is taken back by
- * `controller` (to be routed again); a running one ends `failed` with reason `worker_lost`. Guarded by the owner,
- * so of several controllers noticing at once exactly one acts; the others answer `unchanged`.
+ * `controller` (to be routed again). A running one is taken back too, still `running`, to be resumed on a survivor
+ * (`resumed`) when `resume` finds one and the execution has not used up its resumes and has no cancel pending;
+ * otherwise it ends `failed` with reason `worker_lost`. Guarded by the owner, so of several controllers noticing at
+ * once exactly one acts; the others answer `unchanged`.
  */
-export async function handleWorkerLost(s: { db: Db; bus: EventBus; logger: Logger }, id: string, lost: string, controller: string, leaseMs: number): Promise<LostOutcome> {
+export async function handleWorkerLost(
+  s: { db: Db; bus: EventBus; logger: Logger },
+  id: string,
+  lost: string,
+  controller: string,
+  leaseMs: number,
+  resume?: ResumePolicy,
+): Promise<LostOutcome> {
   const back = await s.db.query(
     `UPDATE executions SET owner_node = $3, epoch = epoch + 1, lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond'), updated_at = now()
      WHERE id = $1 AND owner_node = $2 AND status = 'pending'`,
@@ -76,6 +98,23 @@ export async function handleWorkerLost(s: { db: Db; bus: EventBus; logger: Logge
   if (back.rowCount > 0) {
     s.logger.warn({ execution: id, worker: lost }, 'worker lost before the execution started; routing it again');
     return 'rerouted';
+  }
+  if (resume) {
+    const row = await getExecution(s.db, id);
+    if (row && row.status === 'running' && row.owner_node === lost && !row.cancel_requested) {
+      const { resumes } = await journalSummary(s.db, id);
+      const stranded = await volumesStoredOn(s.db, id, lost);
+      if (resumes < resume.maxResumes && stranded === 0 && (await resume.survivorFor(row, lost))) {
+        const event = await s.db.tx((tx) => takeBackForResume(tx, id, lost, controller, leaseMs));
+        if (event) {
+          await s.bus.publish(event).catch(() => undefined);
+          s.logger.warn({ execution: id, worker: lost, iteration: row.iteration }, 'worker lost mid-execution; resuming it on a survivor');
+          return 'resumed';
+        }
+      } else {
+        s.logger.warn({ execution: id, worker: lost, resumes, stranded_volumes: stranded }, 'worker lost mid-execution and no resume is possible');
+      }
+    }
   }
   const event = await s.db.tx(async (tx) => {
     const res = await tx.query<{ iteration: number }>(
@@ -105,6 +144,8 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
   private worker: { nodeId: string; grpcAddress: string } | undefined;
   private lastSeq = 0;
   private stopped = false;
+  /** The worker whose loss is being handled (a second report of it is ignored). */
+  private losing: string | undefined;
   private readonly tried: string[] = [];
   private readonly log: Logger;
 
@@ -137,14 +178,32 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
     return address ? { nodeId, grpcAddress: address } : undefined;
   }
 
-  /** Routes the row this controller holds to a worker and hands it over; no worker: the execution fails. */
+  /**
+   * Routes the row this controller holds to a worker and hands it over; no worker: the execution fails. A `running`
+   * row is one taken back from a lost worker: it is handed to a survivor to be resumed, or ends `worker_lost`.
+   */
   private async assign(row: ExecutionRow): Promise<void> {
     const required: Partial<NodeCapabilityAdvertisement> = requirementsOf(row.manifest);
+    const resuming = row.status === 'running';
+    if (resuming) {
+      const lost = await lastLostWorker(this.s.db, row.id);
+      if (lost && !this.tried.includes(lost)) this.tried.push(lost);
+    }
     let target;
     try {
       target = await this.s.router.route(required, this.tried);
     } catch (err) {
-      await this.failHere(row, (err as Error).message);
+      await this.failHere(row, resuming ? WORKER_LOST : (err as Error).message);
+      return;
+    }
+    if (resuming) {
+      const event = await this.s.db.tx((tx) => handOverForResume(tx, row.id, this.s.nodeId, target.nodeId, this.s.leaseMs));
+      if (event === undefined) return this.finish();
+      this.tried.push(target.nodeId);
+      this.worker = target;
+      this.log.warn({ worker: target.nodeId, iteration: row.iteration }, 'execution resumed on a survivor');
+      await this.relay();
+      this.open();
       return;
     }
     const res = await this.s.db.query(
@@ -168,7 +227,7 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
         [row.id, this.s.nodeId, reason],
       );
       if (res.rowCount === 0) return null;
-      return appendExecutionEvent(tx, row.id, 'execution_failed', 'terminal', { execution_id: row.id, reason, total_iterations: 0, failed_at: new Date().toISOString() });
+      return appendExecutionEvent(tx, row.id, 'execution_failed', 'terminal', { execution_id: row.id, reason, total_iterations: row.iteration, failed_at: new Date().toISOString() });
     });
     if (event) await this.s.bus.publish(event).catch(() => undefined);
     this.log.warn({ reason }, 'execution could not be routed');
@@ -179,20 +238,22 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
     const event = await this.s.db.tx(async (tx) => {
       const res = await tx.query(
         `UPDATE executions SET status = 'cancelled', reason = 'cancelled', owner_node = NULL, lease_expires_at = NULL, completed_at = now(), updated_at = now()
-         WHERE id = $1 AND owner_node = $2 AND status = 'pending'`,
+         WHERE id = $1 AND owner_node = $2 AND status IN ('pending', 'running')`,
         [row.id, this.s.nodeId],
       );
       if (res.rowCount === 0) return null;
-      return appendExecutionEvent(tx, row.id, 'execution_failed', 'terminal', { execution_id: row.id, reason: 'cancelled', total_iterations: 0, failed_at: new Date().toISOString() });
+      return appendExecutionEvent(tx, row.id, 'execution_failed', 'terminal', { execution_id: row.id, reason: 'cancelled', total_iterations: row.iteration, failed_at: new Date().toISOString() });
     });
     if (event) await this.s.bus.publish(event).catch(() => undefined);
     this.finish();
   }
 
   /** Calls ForwardExecution on the worker; events are relayed as they come, a break is judged by `broken`. */
-  private open(attempt = 0): void {
+  private open(attempt = 0, expected?: { nodeId: string }): void {
     const worker = this.worker;
     if (!worker || this.stopped) return;
+    // A reconnect scheduled for a worker the execution has since left (resumed elsewhere) is dropped.
+    if (expected && expected !== worker) return;
     void (async () => {
       const row = await getExecution(this.s.db, this.actor.key);
       if (!row || isTerminal(row.status)) return this.finish();
@@ -207,14 +268,15 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
       const stream = this.clients.get(worker.grpcAddress).stream<ExecutionEvent>('forwardExecution', req, creds);
       this.stream = stream;
       let ended = false;
+      // Only the current stream speaks: one this actor dropped (its worker was lost) ends with CANCELLED, not news.
       stream.on('data', () => void this.relay());
       stream.on('error', (err: ServiceError) => {
-        if (ended) return;
+        if (ended || this.stream !== stream) return;
         ended = true;
         void this.broken(worker, err, attempt);
       });
       stream.on('end', () => {
-        if (ended) return;
+        if (ended || this.stream !== stream) return;
         ended = true;
         void this.relay().then(() => this.afterEnd(worker));
       });
@@ -246,20 +308,24 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
     // One reconnect: a worker that is alive answers again from its history; a killed one refuses at once.
     if (attempt === 0 && err.code !== GrpcStatus.PERMISSION_DENIED && err.code !== GrpcStatus.UNAUTHENTICATED) {
       this.log.info({ worker: worker.nodeId, code: err.code, err: err.message }, 'forward stream broke; reconnecting once');
-      setTimeout(() => this.open(1), Math.min(this.s.reconnectMs ?? 250, 2000)).unref();
+      setTimeout(() => this.open(1, worker), Math.min(this.s.reconnectMs ?? 250, 2000)).unref();
       return;
     }
     await this.lost(worker.nodeId, `stream: ${err.message}`);
   }
 
   private async lost(workerId: string, why: string): Promise<void> {
-    if (this.stopped) return;
+    // The broken stream and the heartbeat sweep may both report the same loss; the first one acts.
+    if (this.stopped || this.worker?.nodeId !== workerId || this.losing === workerId) return;
+    this.losing = workerId;
     this.log.warn({ worker: workerId, why }, 'worker lost');
-    this.stream?.cancel();
+    const stream = this.stream;
     this.stream = undefined;
-    const outcome = await handleWorkerLost(this.s, this.actor.key, workerId, this.s.nodeId, this.s.leaseMs);
+    stream?.cancel();
+    const outcome = await handleWorkerLost(this.s, this.actor.key, workerId, this.s.nodeId, this.s.leaseMs, this.s.resume);
     await this.relay();
-    if (outcome === 'rerouted') {
+    if (outcome === 'rerouted' || outcome === 'resumed') {
+      this.worker = undefined;
       const row = await getExecution(this.s.db, this.actor.key);
       if (row && !isTerminal(row.status)) return this.assign(row);
     }
@@ -311,16 +377,20 @@ async function lostExecutions(db: Db): Promise<{ id: string; owner_node: string 
   return res.rows;
 }
 
-export function startForwarding(s: ForwardingSettings): ForwardingCapability {
+export function startForwarding(settings: ForwardingSettings): ForwardingCapability {
+  const s: ForwardingSettings = { ...settings, resume: settings.resume ?? routerResumePolicy(settings.router) };
   const clients = new WorkerClients();
   const kind: ActorKind<ForwardMessage> = {
     name: EXECUTION_KIND,
-    // Executions this controller took but had not handed to a worker when it stopped.
+    // Executions this controller took but had not handed to a worker when it stopped: pending ones, and running
+    // ones it had taken back from a lost worker to resume elsewhere.
     recoverableKeys: async () =>
       (
         await s.db.query<{ id: string }>(
-          `SELECT id::TEXT AS id FROM executions WHERE status = 'pending' AND (owner_node = $1 OR (owner_node IS NULL) OR lease_expires_at < now())
-             AND (owner_node IS NULL OR owner_node NOT IN (SELECT node_id FROM cluster_nodes WHERE role IN ('worker', 'hybrid') AND status IN ('ACTIVE', 'DRAINING')))
+          `SELECT id::TEXT AS id FROM executions WHERE
+             ((status = 'pending' AND (owner_node = $1 OR (owner_node IS NULL) OR lease_expires_at < now())
+               AND (owner_node IS NULL OR owner_node NOT IN (SELECT node_id FROM cluster_nodes WHERE role IN ('worker', 'hybrid') AND status IN ('ACTIVE', 'DRAINING')))))
+             OR (status = 'running' AND owner_node = $1)
            ORDER BY created_at`,
           [s.nodeId],
         )
@@ -340,8 +410,8 @@ export function startForwarding(s: ForwardingSettings): ForwardingCapability {
         s.actors.tell(EXECUTION_KIND, r.id, { type: 'peer_lost', nodeId: r.owner_node } as ActorMessage);
         continue;
       }
-      const outcome = await handleWorkerLost(s, r.id, r.owner_node, s.nodeId, s.leaseMs);
-      if (outcome === 'rerouted') s.actors.spawn(EXECUTION_KIND, r.id);
+      const outcome = await handleWorkerLost(s, r.id, r.owner_node, s.nodeId, s.leaseMs, s.resume);
+      if (outcome === 'rerouted' || outcome === 'resumed') s.actors.spawn(EXECUTION_KIND, r.id);
     }
   };
   return {

@@ -2,7 +2,8 @@
 // routing.test.ts and worker-hang.test.ts): the rotation by node id, capability and tag filters, statuses that are
 // never routed to, requirements read from the agent manifest; and handleWorkerLost — a pending execution comes back
 // to the controller to be routed again, a running one fails `worker_lost` with one terminal event, and of two
-// controllers acting at once only one changes the row.
+// controllers acting at once only one changes the row; with a resume rule, a running one is taken back to be resumed
+// on a survivor (the loss recorded in its stream) until no survivor is left or its resumes are used up.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
@@ -12,6 +13,7 @@ import type { Db } from '../../src/storage/db.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import { ExecutionRouter, requirementsOf } from '../../src/cluster/routing.ts';
 import { handleWorkerLost } from '../../src/cluster/forwarding.ts';
+import type { ResumePolicy } from '../../src/cluster/resume.ts';
 import { insertExecution } from '../../src/agents/execution/repo.ts';
 import { readExecutionEvents } from '../../src/agents/execution/events.ts';
 import { isOrchError } from '../../src/errors/catalog.ts';
@@ -116,4 +118,54 @@ test('worker lost: pending comes back to the controller, running fails worker_lo
   t.like(events[0]!.payload, { reason: 'worker_lost', total_iterations: 1 });
   // A finished execution is never touched.
   t.is(await handleWorkerLost(s, running, 'w-lost', 'ctl-1', 30_000), 'unchanged');
+});
+
+test('worker lost with a survivor: a running execution is taken back to be resumed, once, until its resumes run out', async (t) => {
+  const bus = new MemoryBus(silentLogger());
+  const s = { db, bus, logger: silentLogger() };
+  const survivors = (ok: boolean, maxResumes = 1): ResumePolicy => ({ maxResumes, survivorFor: async () => ok });
+  const rowOf = async (id: string) =>
+    (await db.query<{ owner_node: string | null; status: string; epoch: number; reason: string | null }>('SELECT owner_node, status, epoch, reason FROM executions WHERE id = $1', [id])).rows[0]!;
+
+  const id = await execution('w-gone', 'running');
+  const before = await rowOf(id);
+  const both = await Promise.all([
+    handleWorkerLost(s, id, 'w-gone', 'ctl-1', 30_000, survivors(true)),
+    handleWorkerLost(s, id, 'w-gone', 'ctl-2', 30_000, survivors(true)),
+  ]);
+  t.deepEqual([...both].sort(), ['resumed', 'unchanged'], 'exactly one controller takes it back');
+  const back = await rowOf(id);
+  t.is(back.status, 'running', 'still running: it is resumed, not failed');
+  t.true(back.owner_node === 'ctl-1' || back.owner_node === 'ctl-2');
+  t.is(back.epoch, before.epoch + 1, 'the lost worker is fenced');
+  const events = await readExecutionEvents(db, id);
+  t.deepEqual(events.map((e) => e.type), ['iteration_output'], 'the loss is in the stream, nothing terminal');
+  t.like(events[0]!.payload, { iteration_number: 1, resume: { lost_worker: 'w-gone', iteration: 1, completed_iterations: 0, journal_steps: 0, attempt: 1 } });
+
+  // Handed to a survivor that is lost too: its one resume is used up, so it ends worker_lost.
+  await db.query(`UPDATE executions SET owner_node = 'w-next' WHERE id = $1`, [id]);
+  t.is(await handleWorkerLost(s, id, 'w-next', 'ctl-1', 30_000, survivors(true)), 'failed');
+  t.like(await rowOf(id), { status: 'failed', reason: 'worker_lost', owner_node: null });
+
+  // No survivor meets the request: worker_lost at once.
+  const alone = await execution('w-alone', 'running');
+  t.is(await handleWorkerLost(s, alone, 'w-alone', 'ctl-1', 30_000, survivors(false)), 'failed');
+  t.like(await rowOf(alone), { status: 'failed', reason: 'worker_lost' });
+  // A cancel was asked: not resumed.
+  const cancelled = await execution('w-c', 'running');
+  await db.query('UPDATE executions SET cancel_requested = true WHERE id = $1', [cancelled]);
+  t.is(await handleWorkerLost(s, cancelled, 'w-c', 'ctl-1', 30_000, survivors(true, 3)), 'failed');
+  // Its spec.volumes volume is on the lost worker's disk: out of reach, not resumed; one on another node is no obstacle.
+  const withVolume = await execution('w-vol', 'running');
+  const volume = (node: string, ref: string) =>
+    db.query(
+      `INSERT INTO volumes (id, tenant_id, label, storage_class, size_limit_bytes, owner_subject, owner_kind, owner_ref, node_id, status)
+       VALUES ($1, 't-loss', 'data', 'ephemeral', 1024, 'agent:a', 'execution', $2, $3, 'active')`,
+      [randomUUID(), ref, node],
+    );
+  await volume('w-vol', withVolume);
+  t.is(await handleWorkerLost(s, withVolume, 'w-vol', 'ctl-1', 30_000, survivors(true, 3)), 'failed');
+  const elsewhere = await execution('w-vol2', 'running');
+  await volume('ctl-1', elsewhere);
+  t.is(await handleWorkerLost(s, elsewhere, 'w-vol2', 'ctl-1', 30_000, survivors(true, 3)), 'resumed');
 });

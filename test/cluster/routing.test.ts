@@ -5,8 +5,9 @@
 //   1. executions are spread round-robin over the ACTIVE workers, and the controller's clients see their events;
 //   2. an agent asking for the tag `gpu` runs only on the tagged worker;
 //   3. a drained worker gets nothing new, and the execution it runs completes;
-//   4. SIGKILL of a worker mid-execution is detected (the broken stream) in under 5 s: the execution ends `failed`
-//      with reason `worker_lost`; later executions go to the survivor.
+//   4. SIGKILL of a worker mid-execution is detected (the broken stream) in under 5 s. The execution asks for a tag
+//      only the killed worker has, so no survivor can resume it (test/cluster/resume.test.ts resumes one): it ends
+//      `failed` with reason `worker_lost`; later executions go to the survivor.
 import test from 'ava';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -71,7 +72,7 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
   const workerBody = (id: string, tags: string): string =>
     `  node: { id: ${id}, role: worker, tags: [${tags}] }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n${llmSection}  runtime: { default_isolation: process }\n`;
   const workers = Object.fromEntries(
-    await Promise.all(Object.entries(ids).map(async ([k, id]) => [id, await start(id, workerBody(id, k === 'b' ? 'gpu' : ''))] as const)),
+    await Promise.all(Object.entries(ids).map(async ([k, id]) => [id, await start(id, workerBody(id, k === 'b' ? `gpu, pin-${k}` : `pin-${k}`))] as const)),
   ) as Record<string, NodeProcess>;
 
   await eventually(async () => {
@@ -80,7 +81,8 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
     return active.length === 3 ? true : undefined;
   }, 30_000, 'three ACTIVE workers');
 
-  for (const [name, labels] of [['plain', ''], ['gpu-only', '"orch.dev/node-tags": gpu']] as const) {
+  const pins = Object.keys(ids).map((k) => [`pinned-${k}`, `"orch.dev/node-tags": pin-${k}`] as const);
+  for (const [name, labels] of [['plain', ''], ['gpu-only', '"orch.dev/node-tags": gpu'], ...pins] as const) {
     const r = await api(C, 'POST', '/v1/agents', { manifest_yaml: agent(name, labels) });
     t.is(r.status, 201, JSON.stringify(r.body));
   }
@@ -154,20 +156,13 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
   t.is(heldDone.status, 'completed', 'the drained worker finished what it ran');
   t.is(await owner(held), drained);
 
-  // 4. SIGKILL a worker in the middle of an execution.
+  // 4. SIGKILL a worker in the middle of an execution that only it can run (no survivor meets its tag).
   const active = Object.values(ids).filter((w) => w !== drained);
-  let victimRun = '';
-  let victim = '';
-  for (let i = 0; i < 2 && !victim; i++) {
-    const id = await run(plain, `hold:kill${i}`);
-    const w = await landed(id);
-    if (active.includes(w)) {
-      victimRun = id;
-      victim = w;
-      await eventually(async () => (asked.has(`kill${i}`) ? true : undefined), 20_000, 'the victim execution to ask the model');
-    }
-  }
-  t.truthy(victim, 'an execution runs on an ACTIVE worker');
+  const victim = active[0]!;
+  const victimKey = Object.entries(ids).find(([, w]) => w === victim)![0];
+  const victimRun = await run(await agentId(`pinned-${victimKey}`), 'hold:kill');
+  t.is(await landed(victimRun), victim, 'the pinned execution runs on its worker');
+  await eventually(async () => (asked.has('kill') ? true : undefined), 20_000, 'the victim execution to ask the model');
   t.is((await api<{ status: string }>(C, 'GET', `/v1/executions/${victimRun}`)).body.status, 'running');
   const killedAt = Date.now();
   t.is(await workers[victim]!.kill('SIGKILL'), 'SIGKILL');

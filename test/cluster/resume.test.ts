@@ -1,0 +1,191 @@
+// Resuming a lost worker's execution on the survivor (issue 7, acceptance: "its execution resumes on the survivor from
+// its journal"). Real processes on loopback: one `orch up --role controller` and two `--role worker` nodes on one
+// PostgreSQL database, no Redis; a scripted OpenAI-compatible server started here is the model. The agent refines:
+// iteration 1 answers prose (fails its json_schema), iteration 2 is held by the model while the worker running it is
+// SIGKILLed. The controller notices (the broken stream), takes the row back (a new epoch: the dead worker is fenced)
+// and hands it to the survivor, whose ExecutionActor replays iteration 1 from the journal (the model is not asked
+// again) and asks only iteration 2 again. A client streaming from the controller sees one ordered stream: no event
+// twice, the sequence continuing across the hand-over, the loss and the resume shown in it.
+import test from 'ava';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { openDb } from '../../src/storage/open.ts';
+import { createTestDatabase } from '../support/pg.ts';
+import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
+import { startScriptedLlm, type ChatRequest } from '../support/scripted-llm.ts';
+import { api, readSse, type Api } from './support.ts';
+
+const REFINING = `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: refining, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", isolation: process, model: default }
+  task: { instruction: Answer as JSON. }
+  execution:
+    mode: iterative
+    max_iterations: 3
+    llm_timeout_seconds: 300
+    iteration_timeout: 300
+    validation: [ { type: json_schema, schema: { type: object, required: [answer] } } ]
+  security: { resources: { timeout: 600 } }
+`;
+
+const QUICK = `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: quick, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", isolation: process, model: default }
+  task: { instruction: Answer in one word. }
+  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 120, iteration_timeout: 120, validation: [] }
+  security: { resources: { timeout: 300 } }
+`;
+
+function text(body: ChatRequest): string {
+  return body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+}
+
+test('SIGKILL of the worker mid-iteration: the execution resumes on the survivor from its journal, one ordered stream', async (t) => {
+  t.timeout(300_000);
+  const asked = { it1: 0, it2: 0, quick: 0 };
+  let releaseHeld: (() => void) | undefined;
+  const llm = await startScriptedLlm(async (body) => {
+    const conv = text(body);
+    if (conv.includes('Answer in one word')) {
+      asked.quick++;
+      return { content: 'done' };
+    }
+    if (!conv.includes('Iteration 1 failed validation')) {
+      asked.it1++;
+      return { content: 'prose, not JSON' };
+    }
+    asked.it2++;
+    // The first ask of iteration 2 is held: its worker is killed while it waits.
+    if (asked.it2 === 1) await new Promise<void>((r) => (releaseHeld = r));
+    return { content: '{"answer": 2}' };
+  });
+  t.teardown(() => {
+    releaseHeld?.();
+    return llm.close();
+  });
+  const database = await createTestDatabase();
+  t.teardown(() => database.drop());
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-resume-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
+  t.teardown(() => db.close());
+  const sfx = Math.random().toString(36).slice(2, 7);
+  const start = async (name: string, body: string): Promise<NodeProcess> => {
+    const file = path.join(dir, `${name}.yaml`);
+    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
+    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
+    t.teardown(() => node.child.kill('SIGKILL'));
+    return node;
+  };
+  const ctlId = `ctl-${sfx}`;
+  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
+  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
+  const ids = [`wa-${sfx}`, `wb-${sfx}`];
+  const workerBody = (id: string): string =>
+    `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n` +
+    `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n` +
+    `  runtime: { default_isolation: process }\n`;
+  const workers = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await start(id, workerBody(id))] as const))) as Record<string, NodeProcess>;
+  const statusOf = async (id: string): Promise<string | undefined> =>
+    (await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes')).body.nodes.find((n) => n.node_id === id)?.status;
+  await eventually(async () => ((await Promise.all(ids.map(statusOf))).every((s) => s === 'ACTIVE') ? true : undefined), 60_000, 'two ACTIVE workers');
+
+  const deploy = async (yaml: string): Promise<string> => {
+    const r = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: yaml });
+    t.is(r.status, 201, JSON.stringify(r.body));
+    return r.body.agent_id;
+  };
+  const refining = await deploy(REFINING);
+  const quick = await deploy(QUICK);
+  const row = async (id: string) =>
+    (await db.query<{ owner_node: string | null; epoch: number; status: string }>('SELECT owner_node, epoch, status FROM executions WHERE id = $1', [id])).rows[0]!;
+
+  const ex = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: refining, input: 'resume me' });
+  t.is(ex.status, 200, JSON.stringify(ex.body));
+  const id = ex.body.execution_id;
+  // A client of the controller streams the execution live from before the loss to its end.
+  const streamed = readSse(`${C.http}/v1/executions/${id}/stream`, C.token, 240_000);
+  streamed.catch(() => undefined);
+  await eventually(async () => (asked.it2 === 1 ? true : undefined), 60_000, 'iteration 2 to ask the model');
+  const before = await row(id);
+  const victim = before.owner_node!;
+  t.true(ids.includes(victim), `running on a worker: ${victim}`);
+  const survivor = ids.find((w) => w !== victim)!;
+  t.is(before.status, 'running');
+
+  const killedAt = Date.now();
+  t.is(await workers[victim]!.kill('SIGKILL'), 'SIGKILL');
+  const done = await eventually(async () => {
+    const d = await api<{ status: string; reason: string | null; final_output: string | null }>(C, 'GET', `/v1/executions/${id}`);
+    return d.body.status === 'pending' || d.body.status === 'running' ? undefined : d.body;
+  }, 120_000, 'the execution to finish');
+  t.is(done.status, 'completed', done.reason ?? '');
+  t.is(done.final_output, '{"answer": 2}');
+  const after = await row(id);
+  t.is(after.owner_node, survivor, 'finished on the survivor');
+  t.true(after.epoch >= before.epoch + 2, `taken back and handed over, each a new epoch: ${before.epoch} → ${after.epoch}`);
+  t.is(asked.it1, 1, 'iteration 1 was replayed from the journal, the model was not asked again');
+  t.is(asked.it2, 2, 'iteration 2, interrupted, was asked again on the survivor');
+
+  // What a client of the controller saw: every event once, in order, the resume shown between the two halves.
+  const events = await streamed;
+  t.deepEqual(events.map((e) => e.id), events.map((_, i) => i + 1), 'SSE: the sequence continues across the hand-over, nothing twice');
+  const outputOf = (e: { data: unknown }): string => ((e.data as { iteration_output?: { output?: string } }).iteration_output?.output ?? '');
+  t.deepEqual(
+    events.map((e) => (e.event === 'iteration_output' && outputOf(e).startsWith('[orch]') ? `resume:${outputOf(e).split(' ')[1]}` : e.event)),
+    [
+      'execution_started',
+      'iteration_started',
+      'iteration_output',
+      'iteration_failed',
+      'refinement_applied',
+      'iteration_started',
+      'resume:worker',
+      'resume:resumed',
+      'iteration_output',
+      'iteration_completed',
+      'execution_completed',
+    ],
+    JSON.stringify(events.map((e) => [e.event, outputOf(e)])),
+  );
+  const resumeEvents = events.filter((e) => outputOf(e).startsWith('[orch]'));
+  t.regex(outputOf(resumeEvents[0]!), new RegExp(`worker ${victim} was lost during iteration 2; resuming from the journal \\(1 iteration\\(s\\) ended, \\d+ step\\(s\\) journaled\\)`));
+  t.regex(outputOf(resumeEvents[1]!), new RegExp(`resumed on worker ${survivor}`));
+  t.like(resumeEvents[0]!.data, { iteration_output: { iteration_number: 2, resume: { lost_worker: victim, iteration: 2, completed_iterations: 1, attempt: 1 } } });
+  const started = events.filter((e) => e.event === 'iteration_started').map((e) => (e.data as { iteration_started: { iteration_number: number } }).iteration_started.iteration_number);
+  t.deepEqual(started, [1, 2], 'each iteration announced once');
+
+  // The times the controller recorded: loss noticed, and the work handed to the survivor.
+  const recorded = await db.query<{ key: string; at: Date }>(
+    `SELECT event_key AS key, recorded_at AS at FROM execution_events WHERE execution_id = $1 AND (event_key LIKE 'lost:%' OR event_key LIKE 'resumed:%') ORDER BY seq`,
+    [id],
+  );
+  const lostAt = recorded.rows[0]!.at.getTime();
+  const resumedAt = recorded.rows[1]!.at.getTime();
+  t.log(`SIGKILL → loss recorded ${lostAt - killedAt} ms, → handed to the survivor ${resumedAt - killedAt} ms`);
+  t.true(lostAt - killedAt < 5000, `loss recorded ${lostAt - killedAt} ms after SIGKILL`);
+  t.true(resumedAt - killedAt < 10_000, `resumed ${resumedAt - killedAt} ms after SIGKILL`);
+
+  // Later executions go to the survivor.
+  await eventually(async () => ((await statusOf(victim)) === 'UNHEALTHY' ? true : undefined), 30_000, 'the killed worker to be UNHEALTHY');
+  for (let i = 0; i < 2; i++) {
+    const r = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: quick, input: `later ${i}` });
+    const d = await eventually(async () => {
+      const x = await api<{ status: string }>(C, 'GET', `/v1/executions/${r.body.execution_id}`);
+      return x.body.status === 'completed' || x.body.status === 'failed' ? x.body : undefined;
+    }, 60_000, 'a later execution to finish');
+    t.is(d.status, 'completed');
+    t.is((await row(r.body.execution_id)).owner_node, survivor, 'later executions go to the survivor');
+  }
+  const running = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM executions WHERE status IN ('pending', 'running')`);
+  t.is(running.rows[0]!.n, 0, 'nothing stays running');
+  const terminals = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM execution_events WHERE execution_id = $1 AND type IN ('execution_completed', 'execution_failed')`, [id]);
+  t.is(terminals.rows[0]!.n, 1, 'one terminal event');
+  t.is(await ctl.kill('SIGTERM'), 0, ctl.stderr().slice(-3000));
+});
