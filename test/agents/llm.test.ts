@@ -167,7 +167,7 @@ test('connection failures are retried', async (t) => {
 });
 
 test('an aborted call stops at once and is not retried', async (t) => {
-  const llm = await startScriptedLlm([textReply('slow')], { delayMs: 5000 });
+  const llm = await startScriptedLlm([textReply('slow')], { delayMs: 120_000 });
   t.teardown(() => llm.close());
   const ac = new AbortController();
   const call = registry(llm.url).complete({ ...ask(), signal: ac.signal });
@@ -177,18 +177,32 @@ test('an aborted call stops at once and is not retried', async (t) => {
   ac.abort();
   const err = await t.throwsAsync(call, { instanceOf: OrchError });
   t.false(err instanceof RetryableError);
-  // Well under the server's 5 s delay: the abort ended the call.
-  t.true(Date.now() - started < 4500);
+  // Far under the server's 120 s delay: the abort ended the call (the margin is for a loaded machine).
+  t.true(Date.now() - started < 30_000);
   t.is(llm.requests.length, 1);
 });
 
 test('an abort during the backoff ends the retries', async (t) => {
-  const llm = await startScriptedLlm([textReply('ok')], { failures: { status: 503, times: 10, retryAfter: 30 } });
+  const llm = await startScriptedLlm([textReply('ok')], { failures: { status: 503, times: 10, retryAfter: 60 } });
   t.teardown(() => llm.close());
+  // The deadline fires when the registry logs that it is backing off (a fixed 300 ms timer fired before the request
+  // even reached the server on a loaded machine), so the abort lands in the 60 s Retry-After wait.
+  const deadline = new AbortController();
+  let backoffs = 0;
+  const watcher = pino({ level: 'debug' }, new Writable({
+    write(chunk: Buffer, _enc, done) {
+      if ((JSON.parse(chunk.toString()) as { msg?: string }).msg === 'llm call failed, retrying') {
+        backoffs++;
+        deadline.abort(new DOMException('the deadline passed', 'TimeoutError'));
+      }
+      done();
+    },
+  }));
   const started = Date.now();
-  await t.throwsAsync(registry(llm.url).complete({ ...ask(), signal: AbortSignal.timeout(300) }), { instanceOf: OrchError, message: /timed out/ });
-  // Far under the 30 s Retry-After: the abort ended the wait.
-  t.true(Date.now() - started < 10_000);
+  await t.throwsAsync(createLlmRegistry([provider(llm.url)], watcher, FAST).complete({ ...ask(), signal: deadline.signal }), { instanceOf: OrchError, message: /timed out/ });
+  // Far under the 60 s Retry-After: the abort ended the wait (the margin is for a loaded machine).
+  t.true(Date.now() - started < 30_000);
+  t.is(backoffs, 1, 'aborted during the first backoff');
   t.is(llm.requests.length, 1);
 
   const ac = new AbortController();
