@@ -104,7 +104,15 @@ test('timeout with default_response applies it automatically at the deadline', a
   const row = await h.waitFor(id);
   const took = Date.now() - started;
   t.true(took >= 1900, `took ${took} ms`);
-  t.true(took < 8000, `took ${took} ms`);
+  // Promptness is measured on what the node recorded (the row's deadline and resolved_at), not on when this test's
+  // polling saw the run end: on a loaded machine the polling alone can add seconds.
+  const rec = (await h.db.query<{ deadline: Date; resolved_at: Date; created_at: Date; status: string }>(
+    'SELECT deadline, resolved_at, created_at, status FROM approvals WHERE id = $1', [reqId],
+  )).rows[0]!;
+  t.is(rec.status, 'expired');
+  t.is(rec.deadline.getTime() - rec.created_at.getTime(), 2000);
+  const late = rec.resolved_at.getTime() - rec.deadline.getTime();
+  t.true(late >= 0 && late < 3000, `resolved ${late} ms after the deadline`);
   t.is(row.status, 'completed', row.error ?? '');
   t.is(row.blackboard.path, 'no');
   t.is(row.blackboard.fb, 'no');

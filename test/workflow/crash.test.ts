@@ -174,11 +174,11 @@ test('SIGKILL mid-workflow and while a Human state waits: resume from the last w
   t.is(resolved.status, 'expired');
   t.is(resolved.deadline.getTime(), approval.deadline.getTime(), 'the deadline did not move');
   // It fires at the original deadline, or at once on recovery when the deadline passed while the node was coming
-  // back up (a loaded machine can take seconds to start it): never before the deadline, never later than 1.5 s
-  // after the later of the two.
+  // back up (a loaded machine can take seconds to start it): never before the deadline, never later than 5 s
+  // after the later of the two (restartedAt is when this test saw the banner; recovery runs on a loaded machine).
   const late = resolved.resolved_at.getTime() - resolved.deadline.getTime();
   const due = Math.max(resolved.deadline.getTime(), restartedAt);
-  t.true(late >= 0 && resolved.resolved_at.getTime() - due < 1500, `fired ${late} ms after the original deadline (node up ${restartedAt - resolved.deadline.getTime()} ms after it)`);
+  t.true(late >= 0 && resolved.resolved_at.getTime() - due < 5000, `fired ${late} ms after the original deadline (node up ${restartedAt - resolved.deadline.getTime()} ms after it)`);
   t.true(resolved.resolved_at.getTime() < restartedAt + 9000 - 500, 'not a timeout counted from the restart');
   t.is(await second.kill('SIGTERM'), 0, second.stderr().slice(-2000));
 });

@@ -104,7 +104,8 @@ test('fire_and_forget: success as soon as the child started; result_key ignored'
   const children = new Children({ slow: { ms: 60_000, run: () => ({ status: 'completed', final_output: 1, blackboard: {} }) } });
   const t0 = Date.now();
   const r = await subworkflowRunner({ children })(sub({ workflow_id: 'slow', mode: 'fire_and_forget', result_key: 'x' }), ctx());
-  t.true(Date.now() - t0 < 1000);
+  // Far under the child's 60 s: the runner did not wait for it (a generous bound for a loaded machine).
+  t.true(Date.now() - t0 < 30_000);
   t.is(r.outcome.status, 'success');
   t.deepEqual(Object.keys(r.output as object).sort(), ['child_execution_id', 'status']);
   t.is(r.blackboardPatch, undefined);
