@@ -54,6 +54,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     cluster: {
       cluster_grpc_port: s.cluster?.cluster_grpc_port ?? DEFAULTS.clusterGrpcPort,
       ...(s.cluster?.controller ? { controller: s.cluster.controller } : {}),
+      ...(s.cluster?.advertise_address ? { advertise_address: s.cluster.advertise_address } : {}),
       heartbeat_interval_seconds: s.cluster?.heartbeat_interval_seconds ?? DEFAULTS.heartbeatIntervalSeconds,
       missed_heartbeats: s.cluster?.missed_heartbeats ?? DEFAULTS.missedHeartbeats,
       ...(s.cluster?.workflow_lease_seconds ? { workflow_lease_seconds: s.cluster.workflow_lease_seconds } : {}),

@@ -45,6 +45,11 @@ const spec = obj({
   cluster: obj({
     cluster_grpc_port: PORT,
     controller: hostPort,
+    advertise_address: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:[0-9]{1,5})?$',
+      'x-expect': 'a host name or IP address, optionally with :port ([addr] for IPv6)',
+    },
     heartbeat_interval_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     missed_heartbeats: { type: 'integer', minimum: 1, maximum: 1000 },
     workflow_lease_seconds: { type: 'number', minimum: 1, maximum: 3600 },
@@ -155,7 +160,7 @@ export interface NodeConfigFileSpec {
   http?: { bind?: string; port?: number };
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
-  cluster?: { cluster_grpc_port?: number; controller?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number };
+  cluster?: { cluster_grpc_port?: number; controller?: string; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number };
   database?: { url?: string };
   redis?: { url?: string };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };

@@ -56,6 +56,11 @@ export interface NodeConfig {
     cluster_grpc_port: number;
     /** host:port of the controller's cluster gRPC a worker joins; absent on a lone hybrid/controller. */
     controller?: string;
+    /**
+     * What a worker advertises as its NodeClusterService address (host, or host:port when a port is mapped): for a
+     * wildcard bind whose host name does not lead to this node (network namespaces, NAT). Default: the bind address.
+     */
+    advertise_address?: string;
     heartbeat_interval_seconds: number;
     /** Heartbeats a peer may miss before it is marked UNHEALTHY (default 3). */
     missed_heartbeats?: number;

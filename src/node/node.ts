@@ -1,6 +1,5 @@
 // One orch node: storage, bus, identity, actors, HTTP and gRPC, started in that order and stopped in reverse.
 // The role decides which parts run; `hybrid` (the default) runs all of them in one process.
-import os from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '../logging/logger.ts';
 import type { NodeConfig } from '../config/types.ts';
@@ -15,6 +14,7 @@ import { recoverAll, type RecoveryReport } from '../actors/recovery.ts';
 import { nodePeerKind, type NodePeerMessage } from '../actors/node-peer/actor.ts';
 import { upsertSelf } from '../actors/node-peer/repo.ts';
 import type { ActorKind, ActorMessage } from '../actors/kind.ts';
+import { advertisedAddress } from '../cluster/advertise.ts';
 import { ClusterService } from '../cluster/service.ts';
 import { startControllerCluster, startWorkerCluster, type ControllerCluster, type WorkerCluster } from '../cluster/capability.ts';
 import { SwappableLlmRegistry } from '../cluster/managed-config.ts';
@@ -298,7 +298,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     if (workerCluster) {
       // Stopped first on the way down (cleanups run in reverse): DeregisterNode before the servers close.
       cleanups.push(() => workerCluster.close());
-      workerCluster.join(advertisedAddress(config.http.bind, clusterAddress));
+      workerCluster.join(advertisedAddress({ bind: config.http.bind, boundPort: Number(clusterAddress.slice(clusterAddress.lastIndexOf(':') + 1)), advertise: config.cluster.advertise_address }));
     }
     const grpcAddress = config.node.grpc_address ?? `${config.http.bind}:${runtime.port}`;
 
@@ -345,11 +345,4 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     await undo();
     throw err;
   }
-}
-
-/** The host:port peers dial for this node's NodeClusterService: the bind address, or the host name for a wildcard. */
-function advertisedAddress(bind: string, bound: string): string {
-  const port = bound.slice(bound.lastIndexOf(':') + 1);
-  const host = bind === '0.0.0.0' || bind === '::' || bind === '' ? os.hostname() : bind;
-  return `${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }
