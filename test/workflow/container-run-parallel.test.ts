@@ -15,12 +15,16 @@ test.before(async () => {
   if (problem) throw new Error(problem);
 });
 
+// How long each step runs: long enough that the steps overlap even when podman, loaded by the whole suite, takes
+// seconds to start the next container.
+const STEP_MS = 6000;
+
 function pstate(completion: ParallelContainerRunState['completion'], failing: boolean): ParallelContainerRunState {
   const ws = [{ name: 'workspace', mount_path: '/workspace', read_only: false }];
   // Each step records when it started, waits, and records when it ended: overlapping intervals prove concurrency.
   const cmd = (name: string, code: number) => ['node', '-e',
     `const fs=require('fs');fs.appendFileSync('/workspace/${name}', Date.now()+'\\n');` +
-    `setTimeout(()=>{fs.appendFileSync('/workspace/${name}', Date.now()+'\\n');console.log('{{input.tag}}-${name}');process.exit(${code})}, 2000)`];
+    `setTimeout(()=>{fs.appendFileSync('/workspace/${name}', Date.now()+'\\n');console.log('{{input.tag}}-${name}');process.exit(${code})}, ${STEP_MS})`];
   return {
     kind: 'ParallelContainerRun', max_state_visits: 5, timeout_seconds: 300, volumes: [], transitions: [], completion,
     steps: [
@@ -50,7 +54,7 @@ test('all_succeed: steps run concurrently; one failure fails the state; outputs 
   t.is(o.output.lint?.status, 'success');
   t.is(o.output.unit?.exit_code, 2);
   t.is(o.output.unit?.status, 'failed');
-  t.true((o.output.types?.duration_ms ?? 0) >= 2000);
+  t.true((o.output.types?.duration_ms ?? 0) >= STEP_MS);
   // The steps ran side by side: run one after another, no two would overlap. (Requiring every start before the first
   // end failed under CI load, when podman took over 2 s to start the third container.)
   const iv = await Promise.all(['lint', 'unit', 'types'].map((n) => interval(dir, n)));
@@ -102,14 +106,15 @@ test('aborting the state kills every step', async (t) => {
   const c = ctx({ signal: ac.signal });
   const s: ParallelContainerRunState = {
     kind: 'ParallelContainerRun', max_state_visits: 5, timeout_seconds: 300, volumes: [], transitions: [], completion: 'best_effort',
-    steps: [{ name: 'x', ...step({ command: ['sleep', '60'] }) }, { name: 'y', ...step({ command: ['sleep', '60'] }) }],
+    steps: [{ name: 'x', ...step({ command: ['sleep', '600'] }) }, { name: 'y', ...step({ command: ['sleep', '600'] }) }],
   };
   const run = parallelContainerRunRunner(deps())(s, c);
   await Promise.all([waitRunning(`${c.visitKey}:x`), waitRunning(`${c.visitKey}:y`)]);
   const t0 = Date.now();
   ac.abort(new Error('workflow cancelled'));
   const r = await run;
-  t.true(Date.now() - t0 < 15_000);
+  // Far under the steps' 600 s: the abort killed them (the margin is for podman on a loaded machine).
+  t.true(Date.now() - t0 < 60_000);
   t.is(r.outcome.status, 'failed', 'an aborted state is not a success, even best_effort');
   t.deepEqual(await leftovers(c.visitKey), []);
 });

@@ -95,7 +95,7 @@ test('volumes: a workflow volume is mounted read-write, another read-only; an un
 
 test('resources: cpu millicores become NanoCpus and memory a byte limit on the container', async (t) => {
   const c = ctx();
-  const run = containerRunRunner(deps())(containerState({ command: ['sleep', '3'], resources: { cpu: 500, memory_bytes: 64 * 1024 * 1024, timeout_seconds: 60 } }), c);
+  const run = containerRunRunner(deps())(containerState({ command: ['sleep', '10'], resources: { cpu: 500, memory_bytes: 64 * 1024 * 1024, timeout_seconds: 60 } }), c);
   const id = await waitRunning(c.visitKey);
   const info = await runtime.inspect(id);
   t.is(info.HostConfig.NanoCpus, 500_000_000);
@@ -108,8 +108,9 @@ test('resources: cpu millicores become NanoCpus and memory a byte limit on the c
 test('resources.timeout kills the container hard: failed, exit code recorded, container removed', async (t) => {
   const c = ctx();
   const t0 = Date.now();
-  const r = await containerRunRunner(deps())(containerState({ command: ['sh', '-c', 'echo started; sleep 60'], resources: { timeout_seconds: 1 } }), c);
-  t.true(Date.now() - t0 < 20_000);
+  const r = await containerRunRunner(deps())(containerState({ command: ['sh', '-c', 'echo started; sleep 600'], resources: { timeout_seconds: 1 } }), c);
+  // Far under the command's 600 s: the 1 s timeout killed it (the margin is for podman on a loaded machine).
+  t.true(Date.now() - t0 < 60_000);
   t.is(r.outcome.status, 'failed');
   t.is(r.outcome.exit_code, 137);
   t.is((r.output as Out).timed_out, true);
@@ -176,12 +177,13 @@ test('output under the ceiling is whole and not flagged', async (t) => {
 test('aborting ctx.signal kills the container and fails the state', async (t) => {
   const ac = new AbortController();
   const c = ctx({ signal: ac.signal });
-  const run = containerRunRunner(deps())(containerState({ command: ['sleep', '60'], retry: { max_attempts: 3, backoff_seconds: 0 } }), c);
+  const run = containerRunRunner(deps())(containerState({ command: ['sleep', '600'], retry: { max_attempts: 3, backoff_seconds: 0 } }), c);
   await waitRunning(c.visitKey);
   const t0 = Date.now();
   ac.abort(new Error('state timeout of 1 s elapsed'));
   const r = await run;
-  t.true(Date.now() - t0 < 15_000);
+  // Far under the command's 600 s: the abort killed it (the margin is for podman on a loaded machine).
+  t.true(Date.now() - t0 < 60_000);
   t.is(r.outcome.status, 'failed');
   t.is((r.output as Out).attempts, 1);
   t.regex(r.error ?? '', /container stopped: state timeout of 1 s elapsed/);
