@@ -1,5 +1,5 @@
-// The group-commit StepWriter on real PostgreSQL: steps of many runs that arrive while a commit is in flight are
-// committed together in one statement; a step whose fence was taken over by another node changes nothing, writes no
+// The group-commit StepWriter on real PostgreSQL: steps of many runs that arrive in the same turn of the event loop,
+// or while a commit is in flight, are committed together in one statement; a step whose fence was taken over by another node changes nothing, writes no
 // event and is rejected with LEASE_LOST, while the rest of its batch commits.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
@@ -70,7 +70,7 @@ spec:
   t.is(results[1]!.status, 'fulfilled');
   t.is(results[2]!.status, 'rejected');
   t.is(((results[2] as PromiseRejectedResult).reason as { code: string }).code, 'lease_lost');
-  t.deepEqual(writer.stats, { transactions: 2, steps: 3 }, 'the second and third steps shared one commit');
+  t.deepEqual(writer.stats, { transactions: 1, steps: 3 }, 'the three steps of one turn shared one commit');
   const events = (id: string) => db.query<{ seq: number; type: string }>('SELECT seq, type FROM workflow_events WHERE execution_id = $1 ORDER BY seq', [id]);
   t.deepEqual((await events(ids[1]!)).rows, [
     { seq: 1, type: 'WorkflowExecutionStarted' },
@@ -84,4 +84,52 @@ spec:
   const ok = await getWorkflowExecution(db, ids[1]!);
   t.like(ok, { current_state: 'b', last_seq: 3, total_transitions: 1, blackboard: { a: { n: 1 } } });
   t.truthy(ok?.last_transition_at);
+});
+
+test('runs resumed by one commit write their next steps into one commit, not one commit each', async (t) => {
+  const tdb = await createTestDatabase();
+  t.teardown(() => tdb.drop());
+  const db = await openPg(tdb.url, { logger: silentLogger() });
+  t.teardown(() => db.close());
+  await migrate(db, silentLogger());
+  const parsed = parseWorkflowManifest(`apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: w, version: 1.0.0 }
+spec:
+  initial_state: a
+  states:
+    a: { kind: System, command: 'true', transitions: [] }
+`);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+  const RUNS = 16;
+  const STEPS = 5;
+  const ids = Array.from({ length: RUNS }, () => randomUUID());
+  for (const id of ids) {
+    await insertWorkflowExecution(
+      db,
+      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest: parsed.manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
+      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
+    );
+  }
+  // Two transactions may be in flight: the old writer sent the first step to come back after a commit alone, at once.
+  const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 2 });
+  const run = async (id: string): Promise<void> => {
+    for (let k = 1; k <= STEPS; k++) {
+      // A run computes its next step in a few microtasks after its commit (as WorkflowRun does), no I/O.
+      for (let m = 0; m < k; m++) await Promise.resolve();
+      await writer.write({
+        fence: { table: 'workflow_executions', keyColumn: 'id', key: id, nodeId: 'node-a', epoch: 0 },
+        snapshot: { status: 'running', current_state: 'a', blackboard: { k }, context: {}, visits: { a: k }, total_transitions: k, feedback: null, human_feedback: null, final_output: null, error: null },
+        firstSeq: k + 1,
+        transition: true,
+        events: [{ type: 'WorkflowStateEntered', key: `entered:a:${k}`, state_name: 'a', iteration_number: k, payload: {} }],
+      });
+    }
+  };
+  await Promise.all(ids.map(run));
+  t.deepEqual(writer.stats, { transactions: STEPS, steps: RUNS * STEPS }, 'one commit per round of all runs');
+  const rows = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM workflow_events WHERE execution_id = ANY($1::UUID[])`, [ids]);
+  t.is(rows.rows[0]?.n, RUNS * (STEPS + 1));
+  const last = await db.query<{ last_seq: number; blackboard: { k: number } }>(`SELECT last_seq, blackboard FROM workflow_executions WHERE id = ANY($1::UUID[])`, [ids]);
+  t.true(last.rows.every((r) => r.last_seq === STEPS + 1 && r.blackboard.k === STEPS));
 });

@@ -2,7 +2,7 @@
 // the terminal status) is one fenced UPDATE of the run's row plus its event rows, and the step must be committed
 // before the run goes on. Committing each step in its own transaction caps a node at PostgreSQL's commit rate;
 // instead, steps that arrive while a commit is in flight are gathered and committed together in the next
-// transaction (one UPDATE ... FROM VALUES for all rows, one INSERT for all events), and each run's promise resolves
+// transaction (one UPDATE ... FROM unnest(arrays) for all rows, one INSERT for all events), and each run's promise resolves
 // only after that COMMIT. A step whose fence no longer holds (another node claimed the row) changes nothing, its
 // events are not written, and its promise rejects with LEASE_LOST; the other steps of the batch commit as usual.
 import type { BusEvent, EventBus } from '../../bus/bus.ts';
@@ -57,92 +57,79 @@ const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboa
        last_transition_at = CASE WHEN v.transition THEN now() ELSE w.last_transition_at END,
        completed_at = CASE WHEN v.status IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
        updated_at = now()`;
-const V_COLUMNS = `v(id, owner, epoch, status, current_state, blackboard, context, visits, total_transitions, feedback, human_feedback,
+// The batch travels as one array per column (unnest), so the statement's text is the same whatever the batch size:
+// PostgreSQL parses and plans a short fixed statement instead of a VALUES list of thousands of placeholders.
+const V_ROWS = `SELECT * FROM unnest($1::UUID[], $2::TEXT[], $3::INT4[], $4::TEXT[], $5::TEXT[], $6::JSONB[], $7::JSONB[],
+       $8::JSONB[], $9::INT4[], $10::TEXT[], $11::TEXT[], $12::JSONB[], $13::TEXT[], $14::INT4[], $15::BOOLEAN[])
+       AS v(id, owner, epoch, status, current_state, blackboard, context, visits, total_transitions, feedback, human_feedback,
        final_output, error, last_seq, transition)`;
+const E_ROWS = `SELECT * FROM unnest($16::UUID[], $17::INT4[], $18::TEXT[], $19::TEXT[], $20::TEXT[], $21::INT4[], $22::JSONB[])
+       AS e(execution_id, seq, type, event_key, state_name, iteration_number, payload)`;
 
-/** The VALUES rows of the row updates, with their parameters appended to `params`. */
-function rowValues(batch: Pending[], params: unknown[]): string {
-  const values: string[] = [];
-  for (const { w } of batch) {
+/** The row updates' columns ($1..$15), one array each. */
+function rowParams(batch: Pending[]): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 15 }, () => new Array<unknown>(batch.length));
+  batch.forEach(({ w }, i) => {
     const s = w.snapshot;
-    const b = params.length;
-    values.push(
-      `($${b + 1}::UUID, $${b + 2}::TEXT, $${b + 3}::INT4, $${b + 4}::TEXT, $${b + 5}::TEXT, $${b + 6}::JSONB, $${b + 7}::JSONB, ` +
-        `$${b + 8}::JSONB, $${b + 9}::INT4, $${b + 10}::TEXT, $${b + 11}::TEXT, $${b + 12}::JSONB, $${b + 13}::TEXT, $${b + 14}::INT4, $${b + 15}::BOOLEAN)`,
-    );
-    params.push(
-      w.fence.key,
-      w.fence.nodeId,
-      w.fence.epoch,
-      s.status,
-      s.current_state,
-      JSON.stringify(s.blackboard),
-      JSON.stringify(s.context),
-      JSON.stringify(s.visits),
-      s.total_transitions,
-      s.feedback,
-      s.human_feedback,
-      s.final_output === undefined || s.final_output === null ? null : JSON.stringify(s.final_output),
-      s.error,
-      w.firstSeq - 1 + w.events.length,
-      w.transition,
-    );
-  }
-  return values.join(', ');
+    cols[0]![i] = w.fence.key;
+    cols[1]![i] = w.fence.nodeId;
+    cols[2]![i] = w.fence.epoch;
+    cols[3]![i] = s.status;
+    cols[4]![i] = s.current_state;
+    cols[5]![i] = JSON.stringify(s.blackboard);
+    cols[6]![i] = JSON.stringify(s.context);
+    cols[7]![i] = JSON.stringify(s.visits);
+    cols[8]![i] = s.total_transitions;
+    cols[9]![i] = s.feedback;
+    cols[10]![i] = s.human_feedback;
+    cols[11]![i] = s.final_output === undefined || s.final_output === null ? null : JSON.stringify(s.final_output);
+    cols[12]![i] = s.error;
+    cols[13]![i] = w.firstSeq - 1 + w.events.length;
+    cols[14]![i] = w.transition;
+  });
+  return cols;
 }
 
-/** The VALUES rows of the events, with their parameters appended to `params`; '' when there are none. */
-function eventValues(batch: Pending[], params: unknown[]): string {
-  const values: string[] = [];
+/** The events' columns ($16..$22), one array each. */
+function eventParams(batch: Pending[]): unknown[][] {
+  const cols: unknown[][] = Array.from({ length: 7 }, () => []);
   for (const { w } of batch) {
     w.events.forEach((e, i) => {
-      const b = params.length;
-      values.push(`($${b + 1}::UUID, $${b + 2}::INT4, $${b + 3}::TEXT, $${b + 4}::TEXT, $${b + 5}::TEXT, $${b + 6}::INT4, $${b + 7}::JSONB)`);
-      params.push(w.fence.key, w.firstSeq + i, e.type, e.key, e.state_name ?? null, e.iteration_number ?? null, JSON.stringify(e.payload));
+      cols[0]!.push(w.fence.key);
+      cols[1]!.push(w.firstSeq + i);
+      cols[2]!.push(e.type);
+      cols[3]!.push(e.key);
+      cols[4]!.push(e.state_name ?? null);
+      cols[5]!.push(e.iteration_number ?? null);
+      cols[6]!.push(JSON.stringify(e.payload));
     });
   }
-  return values.join(', ');
+  return cols;
 }
 
+const UPDATE_ROWS = `UPDATE workflow_executions AS w SET ${UPDATE_SET} FROM v
+       WHERE w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id`;
+
 async function updateRows(tx: Queryable, batch: Pending[]): Promise<Set<string>> {
-  const params: unknown[] = [];
-  const values = rowValues(batch, params);
-  const res = await tx.query<{ id: string }>(
-    `UPDATE workflow_executions AS w SET ${UPDATE_SET}
-     FROM (VALUES ${values}) AS ${V_COLUMNS}
-     WHERE w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch
-     RETURNING w.id`,
-    params,
-  );
+  const res = await tx.query<{ id: string }>(`WITH v AS (${V_ROWS}) ${UPDATE_ROWS}`, rowParams(batch));
   return new Set(res.rows.map((r) => r.id));
 }
 
-/**
- * The whole batch as ONE statement (so one round trip and an implicit transaction): the fenced row updates and the
- * events of exactly the rows that were updated. Used when no step of the batch has more statements (`after`).
- */
-async function writeOneStatement(db: Queryable, batch: Pending[]): Promise<Set<string>> {
-  const params: unknown[] = [];
-  const rows = rowValues(batch, params);
-  const events = eventValues(batch, params);
-  const sql = events
-    ? `WITH ${V_COLUMNS} AS (VALUES ${rows}),
-       upd AS (
-         UPDATE workflow_executions AS w SET ${UPDATE_SET} FROM v
-         WHERE w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id
-       ),
-       e(execution_id, seq, type, event_key, state_name, iteration_number, payload) AS (VALUES ${events}),
+/** The whole batch as ONE statement (one round trip, an implicit transaction): the fenced row updates and the events
+ * of exactly the rows that were updated. Used when no step of the batch has more statements (`after`). */
+const ONE_STATEMENT = `WITH v AS (${V_ROWS}),
+       upd AS (${UPDATE_ROWS}),
+       e AS (${E_ROWS}),
        ins AS (
          INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
          SELECT e.execution_id, e.seq, e.type, e.event_key, e.state_name, e.iteration_number, e.payload, now()
          FROM e WHERE e.execution_id IN (SELECT id FROM upd)
          ON CONFLICT DO NOTHING RETURNING 1
        )
-       SELECT id, (SELECT count(*) FROM ins)::INT4 AS inserted FROM upd`
-    : `WITH ${V_COLUMNS} AS (VALUES ${rows})
-       UPDATE workflow_executions AS w SET ${UPDATE_SET} FROM v
-       WHERE w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id`;
-  const res = await db.query<{ id: string }>(sql, params);
+       SELECT id, (SELECT count(*) FROM ins)::INT4 AS inserted FROM upd`;
+
+async function writeOneStatement(db: Queryable, batch: Pending[]): Promise<Set<string>> {
+  const res = await db.query<{ id: string }>(ONE_STATEMENT, [...rowParams(batch), ...eventParams(batch)]);
   return new Set(res.rows.map((r) => r.id));
 }
 
@@ -159,6 +146,7 @@ function busEvents(w: StepWrite, at: string): BusEvent<Record<string, unknown>>[
 export class StepWriter {
   private readonly queue: Pending[] = [];
   private inFlight = 0;
+  private scheduled = false;
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
   /** Counters for the benchmark and the logs. */
@@ -178,6 +166,20 @@ export class StepWriter {
   write(w: StepWrite): Promise<BusEvent<Record<string, unknown>>[]> {
     return new Promise((resolve, reject) => {
       this.queue.push({ w, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Flushes at the end of this turn of the event loop, not at once: a committed batch resolves its runs' promises,
+   * and each run computes its next step in microtasks of the same turn; flushing on the first arrival would send
+   * that one step alone and leave the rest for the next transaction (small batches, many commits).
+   */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
       this.pump();
     });
   }
@@ -188,7 +190,7 @@ export class StepWriter {
       this.inFlight++;
       void this.flush(batch).finally(() => {
         this.inFlight--;
-        this.pump();
+        this.schedule();
       });
     }
   }
