@@ -46,6 +46,6 @@ test('podman: SIGKILL mid-execution resumes in a fresh container on the same vol
     const all = await docker.listContainers({ all: true, filters: { label: ['orch.execution_id'] } });
     return all.filter((c) => Object.values(c.Mounts ?? []).some((m) => (m.Source ?? '').startsWith(e.dir))).map((c) => c.Id);
   };
-  await eventually(async () => ((await mine()).length === 0 ? true : undefined), 10_000, 'no container of this test left').catch(() => undefined);
+  await eventually(async () => ((await mine()).length === 0 ? true : undefined), 60_000, 'no container of this test left').catch(() => undefined);
   t.deepEqual(await mine(), [], 'the killed node\'s container was reaped and the resumed one removed');
 });

@@ -23,7 +23,7 @@ async function insertExecution(db: Db, tenant: string, iteration = 0): Promise<s
   return id;
 }
 
-async function until<T>(probe: () => T | undefined, ms = 5000): Promise<T> {
+async function until<T>(probe: () => T | undefined, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = probe();

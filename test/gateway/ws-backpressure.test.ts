@@ -35,7 +35,7 @@ test('a client that stops reading is dropped with 4008 and memory stays flat; a 
   const ex = await n.api<{ execution_id: string }>('POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'x' }, token);
   const id = ex.body.execution_id;
   const stream = `execution:${id}`;
-  await eventually(async () => ((await n.api<{ status: string }>('GET', `/v1/executions/${id}`, undefined, token)).body.status === 'failed' ? true : undefined), 15_000, 'failed');
+  await eventually(async () => ((await n.api<{ status: string }>('GET', `/v1/executions/${id}`, undefined, token)).body.status === 'failed' ? true : undefined), 60_000, 'failed');
 
   const slow = new FeedClient(n.ws, { token });
   await slow.opened;
@@ -57,7 +57,7 @@ test('a client that stops reading is dropped with 4008 and memory stays flat; a 
   });
   await new Promise<void>((resolve) => reader.once('open', () => resolve()));
   reader.send(JSON.stringify({ subscribe: stream }));
-  await eventually(async () => (readerLast >= 2 ? true : undefined), 10_000, 'reader history');
+  await eventually(async () => (readerLast >= 2 ? true : undefined), 60_000, 'reader history');
 
   const dropsBefore = droppedFeedSockets();
   const before = serverMemory();

@@ -83,6 +83,6 @@ test('two nodes on one database and Redis: each node’s feed carries what the o
     await c.until((cl) => cl.of('approvals').some((m) => m.remove === approvalA), 20_000, 'approval removed');
     await c.until((cl) => cl.of('workflows').some((m) => { const u = m.upsert as { execution_id: string; status: string; current_state: string } | undefined; return u?.execution_id === wf && u.status === 'completed' && u.current_state === 'ship'; }), 20_000, 'workflow completed');
   }
-  await eventually(async () => ((await b.api<{ status: string }>('GET', `/v1/workflows/executions/${wf}`, undefined, await b.token(tenant))).body.status === 'completed' ? true : undefined), 10_000, 'completed');
+  await eventually(async () => ((await b.api<{ status: string }>('GET', `/v1/workflows/executions/${wf}`, undefined, await b.token(tenant))).body.status === 'completed' ? true : undefined), 60_000, 'completed');
   for (const c of clients) c.kill();
 });

@@ -76,7 +76,7 @@ test('Redis replay record and bus liveness on a real node', async (t) => {
 
   t.is((await invokeHttp(s.http, env('orch.tools.list', {}))).status, 200);
   await api(s, 'POST', `/v1/executions/${executionId}/cancel`);
-  await eventually(async () => ((await api<{ status: string }>(s, 'GET', `/v1/executions/${executionId}`)).body.status === 'cancelled' ? true : undefined), 10_000, 'cancelled');
+  await eventually(async () => ((await api<{ status: string }>(s, 'GET', `/v1/executions/${executionId}`)).body.status === 'cancelled' ? true : undefined), 60_000, 'cancelled');
   const after = await invokeHttp(s.http, env('orch.tools.list', {}));
   t.is(after.status, 403, JSON.stringify(after.body));
   t.regex(JSON.stringify(after.body), /inactive/);

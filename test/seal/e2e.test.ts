@@ -254,7 +254,7 @@ withCatalog('attack: a subcommand outside the allowlist → 403', async (t) => {
 test.serial('attack: the token after the execution ended → 403 inactive session', async (t) => {
   const cancel = await api<{ cancelled: boolean }>(s, 'POST', `/v1/executions/${a.executionId}/cancel`);
   t.true(cancel.body.cancelled);
-  await eventually(async () => ((await api<{ status: string }>(s, 'GET', `/v1/executions/${a.executionId}`)).body.status === 'cancelled' ? true : undefined), 10_000, 'cancelled');
+  await eventually(async () => ((await api<{ status: string }>(s, 'GET', `/v1/executions/${a.executionId}`)).body.status === 'cancelled' ? true : undefined), 60_000, 'cancelled');
   const r = await invokeHttp(s.http, env('orch.tools.list', {}));
   t.is(r.status, 403);
   t.regex(JSON.stringify(r.body), /inactive/);

@@ -34,8 +34,9 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `orch <args>` to completion. */
-export function runOrch(args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<RunResult> {
+/** Runs `orch <args>` to completion. The default deadline is generous: a CLI start (tsx) alone has taken tens of
+ * seconds on a loaded two-core CI machine. */
+export function runOrch(args: string[], env: Record<string, string | undefined>, timeoutMs = 120_000): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [ORCH_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
@@ -113,7 +114,7 @@ export function startOrchNode(env: Record<string, string | undefined>, args: str
 }
 
 /** Polls `probe` until it returns a non-undefined value or the time is up. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs = 30_000, what = 'condition'): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown;
   while (Date.now() < deadline) {

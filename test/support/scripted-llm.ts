@@ -250,7 +250,7 @@ export async function startScriptedServer<B>(dialect: ScriptedDialect<B>, script
     get answered() {
       return answered;
     },
-    waitForRequests(n, timeoutMs = 10_000) {
+    waitForRequests(n, timeoutMs = 30_000) {
       if (requests.length >= n) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`scripted LLM: ${requests.length} of ${n} requests after ${timeoutMs} ms`)), timeoutMs);

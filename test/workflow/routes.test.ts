@@ -76,7 +76,7 @@ test('workflow run and approval routes', async (t) => {
   t.is(run.status, 201);
   t.is(run.body.status, 'started');
   const id = run.body.execution_id;
-  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id}`)).body.status === 'waiting_for_human_input' ? true : undefined), 15_000, 'waiting');
+  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id}`)).body.status === 'waiting_for_human_input' ? true : undefined), 60_000, 'waiting');
 
   const detail = await api<Record<string, unknown>>('GET', `/v1/workflows/executions/${id}`);
   t.like(detail.body, { execution_id: id, workflow_id: deployed.workflow_id, status: 'waiting_for_human_input', current_state: 'gate', final_output: null, blackboard: { extra: 1, intent: 'say hi' } });
@@ -109,7 +109,7 @@ test('workflow run and approval routes', async (t) => {
   const finished = await eventually(async () => {
     const d = await api<{ status: string; final_output: unknown }>('GET', `/v1/workflows/executions/${id}`);
     return d.body.status === 'completed' ? d.body : undefined;
-  }, 15_000, 'completion');
+  }, 60_000, 'completion');
   t.deepEqual(finished.final_output, { greeting: 'hello ann', answer: 'approved' });
   t.is((await api('POST', `/v1/workflows/executions/${id}/signal`, { response: 'yes' })).status, 409);
 
@@ -132,7 +132,7 @@ test('workflow run and approval routes', async (t) => {
   // A second run cancelled while it waits, then removed.
   const second = await api<{ execution_id: string }>('POST', '/v1/workflows/gated/run', { input: { who: 'bo' } });
   const id2 = second.body.execution_id;
-  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id2}`)).body.status === 'waiting_for_human_input' ? true : undefined), 15_000, 'waiting');
+  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id2}`)).body.status === 'waiting_for_human_input' ? true : undefined), 60_000, 'waiting');
   const live = fetch(`${base}/v1/workflows/executions/${id2}/stream`, { headers }).then((r) => r.text());
   // The WebSocket feed carries the same stream: history, then live.
   const ws = new WebSocket(`${base.replace('http', 'ws')}/v1/ws`, { headers });
@@ -148,7 +148,7 @@ test('workflow run and approval routes', async (t) => {
   });
   await new Promise<void>((resolve) => ws.on('open', () => resolve()));
   ws.send(JSON.stringify({ subscribe: `workflow:${id2}` }));
-  await eventually(async () => (wsTypes.includes('WorkflowWaitingForHumanInput') ? true : undefined), 10_000, 'ws history');
+  await eventually(async () => (wsTypes.includes('WorkflowWaitingForHumanInput') ? true : undefined), 60_000, 'ws history');
   t.like((await api('POST', `/v1/workflows/executions/${id2}/cancel`)).body, { cancelled: true, execution_id: id2 });
   const liveText = await live;
   t.regex(liveText, /event: WorkflowExecutionCancelled/);
@@ -156,7 +156,7 @@ test('workflow run and approval routes', async (t) => {
   ws.close();
   t.is(wsTypes[0], 'WorkflowExecutionStarted');
   t.is(wsTypes.at(-1), 'WorkflowExecutionCancelled');
-  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id2}`)).body.status === 'cancelled' ? true : undefined), 10_000, 'cancelled');
+  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id2}`)).body.status === 'cancelled' ? true : undefined), 60_000, 'cancelled');
   t.deepEqual(await api('DELETE', `/v1/workflows/executions/${id2}`), { status: 200, body: { removed: true, execution_id: id2 } });
   t.is((await api('GET', `/v1/workflows/executions/${id2}`)).status, 404);
 
@@ -165,7 +165,7 @@ test('workflow run and approval routes', async (t) => {
   const started = await runOrch(['workflow', 'run', 'gated', '--input', '{"who":"cy"}'], env);
   t.is(started.code, 0, started.stderr);
   const id3 = /started ([0-9a-f-]{36})/.exec(started.stdout)?.[1] ?? '';
-  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id3}`)).body.status === 'waiting_for_human_input' ? true : undefined), 15_000, 'waiting');
+  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id3}`)).body.status === 'waiting_for_human_input' ? true : undefined), 60_000, 'waiting');
   const ls = await runOrch(['--json', 'approvals', 'ls'], env);
   t.is(ls.code, 0, ls.stderr);
   const reqs = (JSON.parse(ls.stdout) as { pending_requests: { id: string; execution_id: string }[] }).pending_requests;
@@ -173,7 +173,7 @@ test('workflow run and approval routes', async (t) => {
   t.truthy(mine);
   const rejected = await runOrch(['approvals', 'reject', mine!.id, '--reason', 'not today'], env);
   t.is(rejected.code, 0, rejected.stderr);
-  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id3}`)).body.status === 'completed' ? true : undefined), 15_000, 'completed');
+  await eventually(async () => ((await api<{ status: string }>('GET', `/v1/workflows/executions/${id3}`)).body.status === 'completed' ? true : undefined), 60_000, 'completed');
   const status = await runOrch(['--json', 'workflow', 'status', id3], env);
   t.is(status.code, 0, status.stderr);
   t.like(JSON.parse(status.stdout), { status: 'completed', final_output: { greeting: 'hello cy', answer: 'rejected' } });
@@ -183,11 +183,11 @@ test('workflow run and approval routes', async (t) => {
   const cancelDone = await runOrch(['workflow', 'cancel', id3], env);
   t.is(cancelDone.code, 1);
   t.regex(cancelDone.stderr, /already completed/);
-  const following = runOrch(['workflow', 'run', 'gated', '--input', '{"who":"di"}', '--wait'], env, 60_000);
+  const following = runOrch(['workflow', 'run', 'gated', '--input', '{"who":"di"}', '--wait'], env, 120_000);
   const id4 = await eventually(async () => {
     const list = await api<{ executions: { execution_id: string; status: string; input: { who?: string } }[] }>('GET', '/v1/workflows/executions');
     return list.body.executions.find((e) => e.input.who === 'di' && e.status === 'waiting_for_human_input')?.execution_id;
-  }, 15_000, 'the followed run to wait');
+  }, 60_000, 'the followed run to wait');
   t.is((await api('POST', `/v1/workflows/executions/${id4}/signal`, { response: 'yes' })).status, 200);
   const followed = await following;
   t.is(followed.code, 0, followed.stderr);
