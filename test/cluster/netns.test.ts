@@ -3,9 +3,10 @@
 // `ip netns exec` in their own network namespaces, each joined to the bridge by a veth pair (test/cluster/netlab.ts).
 // PostgreSQL and the scripted model listen on the host's loopback only, which a namespace cannot see, so the workers
 // reach them through TCP forwarders on the bridge address — the cut takes those away too, as a real cut would.
-// Shown: both workers join and advertise their namespace addresses; with one worker's bridge port down (checked: its
-// address stops answering) the controller marks it UNHEALTHY and routes new executions to the other; with the port
-// back up, the SAME worker process (same pid, never exited) becomes ACTIVE again and is routed to again.
+// Shown: both workers join and advertise their namespace addresses (one binds that address, the other 0.0.0.0 with
+// spec.cluster.advertise_address); with one worker's bridge port down (checked: its address stops answering) the
+// controller marks it UNHEALTHY and routes new executions to the other; with the port back up, the SAME worker
+// process (same pid, never exited) becomes ACTIVE again and is routed to again.
 // Needs root: where network namespaces are not permitted the test fails under CI=true and is skipped otherwise.
 import test from 'ava';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -115,13 +116,16 @@ if (unavailable && process.env.CI === 'true') {
     const labNodes: LabNode[] = [await lab.addNode(), await lab.addNode()];
     const ids = [`wa-${sfx}`, `wb-${sfx}`] as const;
     const workers: NodeProcess[] = [];
+    // The first worker binds its namespace address; the second binds every address (0.0.0.0), whose host name is
+    // the host's, not the namespace's, and says which address to advertise (spec.cluster.advertise_address).
     for (const [i, id] of ids.entries()) {
+      const advertise = i === 1 ? `, advertise_address: "${labNodes[i]!.address}"` : '';
       const body =
         `  node: { id: ${id}, role: worker }\n` +
-        `  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n` +
+        `  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3${advertise} }\n` +
         `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llmUrl.toString()}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n` +
         '  runtime: { default_isolation: process }\n';
-      workers.push(await start(id, body, { DATABASE_URL: workerDbUrl.toString(), ORCH_HTTP_BIND: labNodes[i]!.address }, labNodes[i]!.exec));
+      workers.push(await start(id, body, { DATABASE_URL: workerDbUrl.toString(), ORCH_HTTP_BIND: i === 1 ? '0.0.0.0' : labNodes[i]!.address }, labNodes[i]!.exec));
     }
     const cutNode = labNodes[0]!;
     const [cutId, keptId] = ids;
