@@ -36,7 +36,7 @@ spec:
   node: { id: bench-webhooks }
   stimuli:
     routes:
-      - { source: bench, workflow: on-hook, input_template: '{"n": {{content.n}}}' }
+      - { source: bench, workflow: on-hook, input_template: '{"n": {{content.n}} }' }
 `;
 
 export interface WebhookFigures {
@@ -53,6 +53,10 @@ export interface WebhookFigures {
   commitsPerWebhook: number;
   cpuMsPerDirectRun: number;
   commitsPerDirectRun: number;
+  /** PostgreSQL's CPU (user + system of the backends serving the bench database, from /proc) per accepted webhook and
+   * per direct run: the database's share of the cost, which the node's CPU figure leaves out. */
+  pgCpuMsPerWebhook: number;
+  pgCpuMsPerDirectRun: number;
 }
 
 export async function benchWebhooks(runs: number, seconds: number, out: (line: string) => void, connections = 50): Promise<WebhookFigures[]> {
@@ -67,6 +71,8 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
     DATABASE_URL: database.url,
     REDIS_URL: undefined,
     ORCH_WEBHOOK_SECRET_BENCH: SECRET,
+    // Profiling the node under this load: BENCH_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' (written at exit).
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   });
   const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
   const figures: WebhookFigures[] = [];
@@ -112,6 +118,8 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
         commitsPerWebhook: 0,
         cpuMsPerDirectRun: 0,
         commitsPerDirectRun: 0,
+        pgCpuMsPerWebhook: 0,
+        pgCpuMsPerDirectRun: 0,
       };
     };
     await load(Math.min(3, seconds)); // warm-up (JIT, pool, plan cache)
@@ -120,15 +128,20 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       // finish on the node first, also those of the previous load.
       const before = await settled(db);
       const cost0 = await costs(db, node.child.pid);
+      const pg0 = new BackendCpu(db);
+      await pg0.start();
       const f = await load(seconds);
       const after = await settled(db);
       const cost1 = await costs(db, node.child.pid);
+      const pgWebhooks = await pg0.total();
       const stimuli = after.routed - before.routed;
       const workflows = after.workflows - before.workflows;
       if (f.non2xx > 0) throw new Error(`webhook bench run ${r + 1}: ${f.non2xx} non-2xx answers or errors`);
       if (stimuli !== workflows || stimuli < f.accepted || stimuli > f.accepted + connections) {
         throw new Error(`webhook bench run ${r + 1}: ${f.accepted} accepted but ${stimuli} routed stimuli and ${workflows} workflow runs recorded`);
       }
+      const pg1 = new BackendCpu(db);
+      await pg1.start();
       const direct = await autocannon({
         url: `${node.banner.http}/v1/workflows/on-hook/run`,
         method: 'POST',
@@ -142,16 +155,31 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       f.directRunsPerSecond = direct['2xx'] / seconds;
       await settled(db);
       const cost2 = await costs(db, node.child.pid);
+      const pgDirect = await pg1.total();
       f.cpuMsPerWebhook = (cost1.cpuMs - cost0.cpuMs) / stimuli;
       f.commitsPerWebhook = (cost1.commits - cost0.commits) / stimuli;
       f.cpuMsPerDirectRun = (cost2.cpuMs - cost1.cpuMs) / direct['2xx'];
       f.commitsPerDirectRun = (cost2.commits - cost1.commits) / direct['2xx'];
+      f.pgCpuMsPerWebhook = pgWebhooks / stimuli;
+      f.pgCpuMsPerDirectRun = pgDirect / direct['2xx'];
       await new Promise((r) => setTimeout(r, 1000));
       figures.push(f);
       out(`  run ${r + 1}: direct POST /v1/workflows/on-hook/run ${Math.round(f.directRunsPerSecond)} runs/s`);
-      out(`  run ${r + 1}: per webhook ${f.cpuMsPerWebhook.toFixed(2)} ms node CPU, ${f.commitsPerWebhook.toFixed(2)} commits; per direct run ${f.cpuMsPerDirectRun.toFixed(2)} ms, ${f.commitsPerDirectRun.toFixed(2)} commits`);
+      out(
+        `  run ${r + 1}: per webhook ${f.cpuMsPerWebhook.toFixed(2)} ms node CPU, ${f.pgCpuMsPerWebhook.toFixed(2)} ms PostgreSQL CPU, ${f.commitsPerWebhook.toFixed(2)} commits; ` +
+          `per direct run ${f.cpuMsPerDirectRun.toFixed(2)} ms node, ${f.pgCpuMsPerDirectRun.toFixed(2)} ms PostgreSQL, ${f.commitsPerDirectRun.toFixed(2)} commits`,
+      );
       out(`  run ${r + 1}: ${Math.round(f.perSecond)} webhooks/s (${f.accepted} in ${seconds}s; p50 ${f.p50ms} ms, p99 ${f.p99ms} ms; ${stimuli} stimuli and ${workflows} workflow runs recorded)`);
     }
+    // Load-independent costs (medians of the runs): what to compare across commits on a shared, loaded machine.
+    const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+    const line = (what: string, xs: number[]): void => out(`${what.padEnd(52)} median ${med(xs).toFixed(2)} (runs: ${xs.map((x) => x.toFixed(2)).join(', ')})`);
+    line('per webhook: node CPU ms', figures.map((f) => f.cpuMsPerWebhook));
+    line('per webhook: PostgreSQL backend CPU ms', figures.map((f) => f.pgCpuMsPerWebhook));
+    line('per webhook: commits', figures.map((f) => f.commitsPerWebhook));
+    line('per direct run: node CPU ms', figures.map((f) => f.cpuMsPerDirectRun));
+    line('per direct run: PostgreSQL backend CPU ms', figures.map((f) => f.pgCpuMsPerDirectRun));
+    line('per direct run: commits', figures.map((f) => f.commitsPerDirectRun));
   } finally {
     await db.close();
     await node.kill('SIGTERM');
@@ -163,20 +191,74 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
 
 /** The node process's CPU time so far (Linux /proc: utime + stime in clock ticks of 10 ms) and the database's
  * committed transactions (pg_stat_database, after the statistics flush that settled() waited for). */
-async function costs(db: { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> }, pid: number | undefined): Promise<{ cpuMs: number; commits: number }> {
-  let cpuMs = 0;
-  if (pid !== undefined) {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    cpuMs = (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
-  }
+async function costs(db: Querier, pid: number | undefined): Promise<{ cpuMs: number; commits: number }> {
+  const cpuMs = pid === undefined ? 0 : ((await procCpuMs(pid)) ?? 0);
   await db.query('SELECT pg_stat_force_next_flush()').catch(() => undefined);
   const r = await db.query<{ n: string }>('SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()');
   return { cpuMs, commits: Number(r.rows[0]?.n ?? 0) };
 }
 
+type Querier = { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> };
+
+/** CPU (ms) of one process from /proc/<pid>/stat (utime + stime, clock ticks of 10 ms); undefined once it is gone. */
+async function procCpuMs(pid: number): Promise<number | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return undefined;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
+}
+
+/**
+ * The CPU that PostgreSQL's backends serving the bench database spend over a window: the backends are listed from
+ * pg_stat_activity and their /proc CPU sampled every 250 ms while the load runs, so a backend that starts during the
+ * window counts from zero and one that exits counts up to its last sample (the pool closes idle connections).
+ * Background processes (WAL writer, checkpointer) are shared with the machine's other databases and left out.
+ */
+class BackendCpu {
+  private readonly first = new Map<number, number>();
+  private readonly last = new Map<number, number>();
+  private started = false;
+
+  constructor(private readonly db: Querier) {}
+
+  async sample(): Promise<void> {
+    const r = await this.db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+    for (const { pid } of r.rows) {
+      const ms = await procCpuMs(pid);
+      if (ms === undefined) continue;
+      if (!this.first.has(pid)) this.first.set(pid, this.started ? 0 : ms);
+      this.last.set(pid, ms);
+    }
+    this.started = true;
+  }
+
+  private sampler: Promise<void> | undefined;
+  private stopped = false;
+
+  /** Takes the first sample, then one every 250 ms until total(). */
+  async start(): Promise<void> {
+    await this.sample();
+    this.sampler = (async () => {
+      while (!this.stopped) {
+        await new Promise((r) => setTimeout(r, 250));
+        if (!this.stopped) await this.sample();
+      }
+    })();
+  }
+
+  /** Milliseconds of backend CPU since the first sample (takes one more sample first). */
+  async total(): Promise<number> {
+    this.stopped = true;
+    await this.sampler;
+    await this.sample();
+    let sum = 0;
+    for (const [pid, end] of this.last) sum += end - (this.first.get(pid) ?? end);
+    return sum;
+  }
+}
+
 /** The counts once two reads 500 ms apart agree (the node has finished what was in flight), at most 30 s. */
-async function settled(db: { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> }): Promise<{ routed: number; workflows: number }> {
+async function settled(db: Querier): Promise<{ routed: number; workflows: number }> {
   let prev = await counts(db);
   for (let i = 0; i < 60; i++) {
     await new Promise((r) => setTimeout(r, 500));
@@ -187,7 +269,7 @@ async function settled(db: { query: <R extends object>(sql: string) => Promise<{
   return prev;
 }
 
-async function counts(db: { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> }): Promise<{ routed: number; workflows: number }> {
+async function counts(db: Querier): Promise<{ routed: number; workflows: number }> {
   const s = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM stimuli WHERE status = 'routed'");
   const w = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM workflow_executions');
   return { routed: s.rows[0]?.n ?? 0, workflows: w.rows[0]?.n ?? 0 };
