@@ -5,10 +5,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { createLogger } from '../logging/logger.ts';
-import { fuseAvailable } from '../fuse/binding.ts';
-import { MountManager } from '../fuse/mounts.ts';
-import { createFuseServer, DEFAULT_FUSE_DAEMON_ADDRESS } from '../fuse/server.ts';
-import { startGrpcServer } from '../gateway/grpc/start.ts';
 import { CliError } from './output.ts';
 
 interface GlobalOpts {
@@ -33,6 +29,13 @@ export function registerFuseCommand(program: Command): void {
     .option('--log-level <level>', 'pino log level', 'info')
     .action(async (opts: { listen?: string; fsal?: string; mountPrefix?: string; logLevel: string }) => {
       const g = program.opts<GlobalOpts>();
+      // Loaded on use: other commands must not pay for the FUSE binding and the gRPC server.
+      const [{ fuseAvailable }, { MountManager }, { createFuseServer, DEFAULT_FUSE_DAEMON_ADDRESS }, { startGrpcServer }] = await Promise.all([
+        import('../fuse/binding.ts'),
+        import('../fuse/mounts.ts'),
+        import('../fuse/server.ts'),
+        import('../gateway/grpc/start.ts'),
+      ]);
       const listen = hostPort(opts.listen ?? process.env.ORCH_FUSE_LISTEN ?? DEFAULT_FUSE_DAEMON_ADDRESS, '--listen');
       const fsal = opts.fsal ?? process.env.ORCH_FSAL_ADDRESS ?? '127.0.0.1:50051';
       hostPort(fsal, '--fsal');

@@ -5,8 +5,6 @@ import { ConfigError } from '../config/errors.ts';
 import type { NodeConfig, NodeRoleName } from '../config/types.ts';
 import { ensureDevIdentity } from '../auth/dev-identity.ts';
 import { createLogger } from '../logging/logger.ts';
-import { startNode } from '../node/node.ts';
-import { startTelemetry, telemetryOptionsFromEnv } from '../observability/setup.ts';
 import { ApiClient } from './client.ts';
 import { CliError, printJson, printTable } from './output.ts';
 import { registerAgentCommands } from './agent-commands.ts';
@@ -48,6 +46,8 @@ program
     const g = program.opts<GlobalOpts>();
     const config = loadConfig(opts.config, opts.role);
     const logger = createLogger({ level: config.log.level, destination: 2 });
+    // Loaded here, not at the top: the client commands must not pay for loading the whole node (seconds of CPU).
+    const [{ startNode }, { startTelemetry, telemetryOptionsFromEnv }] = await Promise.all([import('../node/node.ts'), import('../observability/setup.ts')]);
     // OpenTelemetry traces over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set.
     const otel = telemetryOptionsFromEnv(process.env, config.node.id);
     const telemetry = otel ? startTelemetry(otel) : undefined;

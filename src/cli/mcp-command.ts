@@ -2,8 +2,6 @@
 // Streamable HTTP with --token/ORCH_TOKEN, so the node verifies the token (dev identity or the configured identity
 // provider) and applies the caller's security context; see docs/MCP.md. stdout carries the MCP protocol only.
 import type { Command } from 'commander';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { runProxy } from '../mcp/proxy.ts';
 import { CliError } from './output.ts';
 
 interface GlobalOpts {
@@ -20,6 +18,8 @@ export function registerMcpCommand(program: Command): void {
       const url = (g.url ?? process.env.ORCH_URL ?? 'http://127.0.0.1:8080').replace(/\/+$/, '');
       const token = g.token ?? process.env.ORCH_TOKEN;
       if (!token) throw new CliError('orch mcp needs a bearer token: --token or ORCH_TOKEN');
+      // Loaded on use: other commands must not pay for the MCP SDK.
+      const [{ StdioServerTransport }, { runProxy }] = await Promise.all([import('@modelcontextprotocol/sdk/server/stdio.js'), import('../mcp/proxy.ts')]);
       let proxy: { closed: Promise<void> };
       try {
         proxy = await runProxy({ url, token }, new StdioServerTransport());
