@@ -20,6 +20,7 @@ import { benchWsFanout } from './ws-fanout.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
 import { benchRouteDecisions, benchWorkerLoss } from './routing.ts';
+import { benchWorkerResume } from './worker-resume.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
 import { loadNodeConfig } from '../src/config/load.ts';
 
@@ -204,6 +205,13 @@ if (what === 'worker-loss' || what === 'all') {
   const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
   const xs = await benchWorkerLoss(Math.max(RUNS, 5), (l) => process.stdout.write(`${l}\n`));
   process.stdout.write(`${'worker loss (SIGKILL) to worker_lost recorded p50 / p99'.padEnd(52)} ${Math.round(pct(xs, 50))} / ${Math.round(pct(xs, 99))} ms (${xs.length} kills)\n`);
+  // With a survivor: the execution is resumed there from its journal (bench/worker-resume.ts).
+  const rs = await benchWorkerResume(Math.max(RUNS, 5), (l) => process.stdout.write(`${l}\n`));
+  const line = (what: string, ys: number[]): void => void process.stdout.write(`${what.padEnd(52)} ${Math.round(pct(ys, 50))} / ${Math.round(pct(ys, 99))} ms (${ys.length} kills)\n`);
+  line('SIGKILL to loss recorded p50 / p99', rs.map((r) => r.detectedMs));
+  line('SIGKILL to handed to the survivor p50 / p99', rs.map((r) => r.handedMs));
+  line('SIGKILL to survivor resumed (asks the model) p50 / p99', rs.map((r) => r.resumedMs));
+  line('loss recorded to survivor resumed p50 / p99', rs.map((r) => r.resumedMs - r.detectedMs));
 }
 if (what === 'controller-failover' || what === 'all') {
   // Issue 7: SIGKILL a controller running workflows; the other resumes them (--runs kills, --lease seconds).

@@ -6,6 +6,9 @@
 // and hands it to the survivor, whose ExecutionActor replays iteration 1 from the journal (the model is not asked
 // again) and asks only iteration 2 again. A client streaming from the controller sees one ordered stream: no event
 // twice, the sequence continuing across the hand-over, the loss and the resume shown in it.
+// The second test freezes the worker instead (SIGSTOP: no broken stream, only missed heartbeats): the loss sweep
+// resumes the execution on the survivor, and when the frozen worker is thawed and its model call answers, the
+// lost worker is fenced: nothing it does reaches the row, the journal or the stream.
 import test from 'ava';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -46,7 +49,7 @@ function text(body: ChatRequest): string {
   return body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
 }
 
-test('SIGKILL of the worker mid-iteration: the execution resumes on the survivor from its journal, one ordered stream', async (t) => {
+test.serial('SIGKILL of the worker mid-iteration: the execution resumes on the survivor from its journal, one ordered stream', async (t) => {
   t.timeout(300_000);
   const asked = { it1: 0, it2: 0, quick: 0 };
   let releaseHeld: (() => void) | undefined;
@@ -188,4 +191,106 @@ test('SIGKILL of the worker mid-iteration: the execution resumes on the survivor
   const terminals = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM execution_events WHERE execution_id = $1 AND type IN ('execution_completed', 'execution_failed')`, [id]);
   t.is(terminals.rows[0]!.n, 1, 'one terminal event');
   t.is(await ctl.kill('SIGTERM'), 0, ctl.stderr().slice(-3000));
+});
+
+test.serial('a frozen worker: missed heartbeats resume the execution on the survivor; thawed, the lost worker is fenced', async (t) => {
+  t.timeout(300_000);
+  const asked = { it1: 0, it2: 0 };
+  let releaseHeld: (() => void) | undefined;
+  let heldAnswered = false;
+  const llm = await startScriptedLlm(async (body) => {
+    const conv = text(body);
+    if (!conv.includes('Iteration 1 failed validation')) {
+      asked.it1++;
+      return { content: 'prose, not JSON' };
+    }
+    asked.it2++;
+    if (asked.it2 === 1) {
+      await new Promise<void>((r) => (releaseHeld = r));
+      heldAnswered = true;
+      return { content: '{"answer": "late, from the lost worker"}' };
+    }
+    return { content: '{"answer": 2}' };
+  });
+  t.teardown(() => {
+    releaseHeld?.();
+    return llm.close();
+  });
+  const database = await createTestDatabase();
+  t.teardown(() => database.drop());
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-resume-hang-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
+  t.teardown(() => db.close());
+  const sfx = Math.random().toString(36).slice(2, 7);
+  const start = async (name: string, body: string): Promise<NodeProcess> => {
+    const file = path.join(dir, `${name}.yaml`);
+    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
+    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
+    t.teardown(() => {
+      node.child.kill('SIGCONT');
+      node.child.kill('SIGKILL');
+    });
+    return node;
+  };
+  const ctlId = `ctl-${sfx}`;
+  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
+  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
+  const ids = [`wa-${sfx}`, `wb-${sfx}`];
+  const workerBody = (id: string): string =>
+    `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n` +
+    `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n` +
+    `  runtime: { default_isolation: process }\n`;
+  const workers = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await start(id, workerBody(id))] as const))) as Record<string, NodeProcess>;
+  const statusOf = async (id: string): Promise<string | undefined> =>
+    (await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes')).body.nodes.find((n) => n.node_id === id)?.status;
+  await eventually(async () => ((await Promise.all(ids.map(statusOf))).every((s) => s === 'ACTIVE') ? true : undefined), 60_000, 'two ACTIVE workers');
+  const dep = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: REFINING });
+  t.is(dep.status, 201, JSON.stringify(dep.body));
+  const ex = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'freeze me' });
+  const id = ex.body.execution_id;
+  // A client of the controller streams it live: the controller must keep relaying once the survivor has it.
+  const streamed = readSse(`${C.http}/v1/executions/${id}/stream`, C.token, 240_000);
+  streamed.catch(() => undefined);
+  await eventually(async () => (asked.it2 === 1 ? true : undefined), 60_000, 'iteration 2 to ask the model');
+  const victim = (await db.query<{ owner_node: string }>('SELECT owner_node FROM executions WHERE id = $1', [id])).rows[0]!.owner_node;
+  const survivor = ids.find((w) => w !== victim)!;
+
+  t.true(workers[victim]!.child.kill('SIGSTOP'));
+  const frozenAt = Date.now();
+  const done = await eventually(async () => {
+    const d = await api<{ status: string; reason: string | null; final_output: string | null }>(C, 'GET', `/v1/executions/${id}`);
+    return d.body.status === 'pending' || d.body.status === 'running' ? undefined : d.body;
+  }, 120_000, 'the execution to finish');
+  t.is(done.status, 'completed', done.reason ?? '');
+  t.is(done.final_output, '{"answer": 2}');
+  t.is(asked.it1, 1, 'iteration 1 replayed from the journal');
+  const events = await streamed;
+  t.deepEqual(events.map((e) => e.id), events.map((_, i) => i + 1), 'SSE: every event once, in sequence');
+  t.is(events.at(-1)?.event, 'execution_completed');
+  t.true(events.some((e) => JSON.stringify(e.data).includes(`resumed on worker ${survivor}`)), 'the resume is in the stream');
+  const lostAt = (await db.query<{ at: Date }>(`SELECT recorded_at AS at FROM execution_events WHERE execution_id = $1 AND event_key LIKE 'lost:%'`, [id])).rows[0]!.at.getTime();
+  t.log(`frozen worker: loss recorded ${lostAt - frozenAt} ms after SIGSTOP (heartbeat 1 s, 3 missed)`);
+  t.is(await statusOf(victim), 'UNHEALTHY', 'found by its missed heartbeats');
+  const row = (await db.query<{ owner_node: string; epoch: number }>('SELECT owner_node, epoch FROM executions WHERE id = $1', [id])).rows[0]!;
+  t.is(row.owner_node, survivor);
+  const eventsBefore = await db.query<{ seq: number }>('SELECT seq FROM execution_events WHERE execution_id = $1 ORDER BY seq', [id]);
+
+  // Thaw the lost worker and let its model call answer: whatever it tries to write is fenced off.
+  t.true(workers[victim]!.child.kill('SIGCONT'));
+  releaseHeld?.();
+  await eventually(
+    async () => (/lost the execution lease|execution handed over/.test(workers[victim]!.stderr()) ? true : undefined),
+    60_000,
+    'the thawed worker to find its claim gone',
+  );
+  await eventually(async () => ((await statusOf(victim)) === 'ACTIVE' ? true : undefined), 60_000, 'the thawed worker to rejoin ACTIVE');
+  const final = (await db.query<{ status: string; final_output: string; owner_node: string; epoch: number }>('SELECT status, final_output, owner_node, epoch FROM executions WHERE id = $1', [id])).rows[0]!;
+  t.deepEqual(final, { status: 'completed', final_output: '{"answer": 2}', owner_node: row.owner_node, epoch: row.epoch }, 'the row is untouched');
+  const eventsAfter = await db.query<{ seq: number }>('SELECT seq FROM execution_events WHERE execution_id = $1 ORDER BY seq', [id]);
+  t.deepEqual(eventsAfter.rows, eventsBefore.rows, 'no event from the lost worker');
+  const journal = await db.query<{ result: { content?: string } }>(`SELECT result FROM execution_journal WHERE execution_id = $1 AND step_key = 'it2:llm1'`, [id]);
+  t.is(journal.rows.length, 1);
+  t.is(journal.rows[0]!.result.content, '{"answer": 2}', "the journal holds the survivor's answer, not the late one");
+  t.log(`late answer delivered to the lost worker: ${heldAnswered}`);
 });
