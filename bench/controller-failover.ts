@@ -3,7 +3,9 @@
 // are running, SIGKILLs A, and measures for every run the time from the kill until B has taken it over (its claim:
 // owner_node = B with a new epoch) and until B has recorded its next state (a WorkflowStateCompleted row written after
 // the claim). Failover time is the second: the time the workflow stood still. It is bounded by the workflow lease
-// (`spec.cluster.workflow_lease_seconds`) plus B's sweep interval (a third of the lease).
+// (`spec.cluster.workflow_lease_seconds`) plus B's sweep interval (a third of the lease). A lease equal to the
+// built-in default (WORKFLOW_LEASE_MS) is left out of the controllers' configuration, so that run measures the
+// default configuration itself.
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -14,6 +16,7 @@ import { createTestDatabase } from '../test/support/pg.ts';
 import { makeTestIdp } from '../test/support/jwks.ts';
 import { eventually, startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
 import { api, controllerConfig } from '../test/cluster/support.ts';
+import { WORKFLOW_LEASE_MS } from '../src/workflow/engine/capability.ts';
 
 export interface FailoverFigures {
   leaseSeconds: number;
@@ -43,13 +46,19 @@ export async function benchControllerFailover(kills: number, leaseSeconds: numbe
   const suffix = randomBytes(3).toString('hex');
   const start = async (name: string): Promise<NodeProcess> => {
     const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, controllerConfig({ nodeId: name, jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience, leaseSeconds }));
+    let yaml = controllerConfig({ nodeId: name, jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience, leaseSeconds });
+    if (leaseSeconds * 1000 === WORKFLOW_LEASE_MS) {
+      yaml = yaml.replace(`, workflow_lease_seconds: ${leaseSeconds}`, '');
+      if (yaml.includes('workflow_lease_seconds')) throw new Error('could not leave the lease out of the configuration');
+    }
+    await writeFile(file, yaml);
     const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined, ORCH_LOG_LEVEL: 'warn' });
     started.push(node);
     return node;
   };
   const figures: FailoverFigures = { leaseSeconds, claimMs: [], resumeMs: [] };
   try {
+    out(`  lease ${leaseSeconds} s${leaseSeconds * 1000 === WORKFLOW_LEASE_MS ? ' = the built-in default (no workflow_lease_seconds in the configuration)' : ' (spec.cluster.workflow_lease_seconds)'}`);
     const survivor = await start(`ctl-b-${suffix}`);
     const B = { http: survivor.banner.http, token };
     const deployed = await api(B, 'POST', '/v1/workflows', slowWorkflow(), 'application/yaml');

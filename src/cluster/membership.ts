@@ -120,7 +120,14 @@ export class Membership {
       memory_utilization_percent: Math.round(req.memory_utilization_percent * 10) / 10,
     });
     const reported = reportedStatus(req.status);
-    if (await this.batch.record({ nodeId: claims.nodeId, sessionId: claims.sessionId, peerId: req.peer_id, load, reported })) return [];
+    const fast = await this.batch.record({ nodeId: claims.nodeId, sessionId: claims.sessionId, peerId: req.peer_id, load, reported });
+    if (fast) {
+      if (fast.event) {
+        this.log.info({ peer: claims.nodeId, from: 'UNHEALTHY', to: fast.event.payload.status }, 'node status changed by heartbeat');
+        await this.publish([fast.event]);
+      }
+      return [];
+    }
     const out = await this.o.db.tx(async (tx) => {
       const row = await this.lock(tx, claims.nodeId);
       if (!row || row.status === 'DEREGISTERED' || row.peer_id === null) throw new OrchError(Errors.NOT_FOUND, `node ${claims.nodeId} is not registered; RegisterNode first`);
@@ -252,14 +259,36 @@ interface PlainBeat {
   reported: 'ACTIVE' | 'DRAINING';
 }
 
+/** A heartbeat the batch wrote; `event` when it brought the member back from UNHEALTHY. */
+interface BatchedBeat {
+  event: BusEvent<{ node_id: string; status: PeerStatus; previous: PeerStatus }> | null;
+}
+
+interface RecoveredRow {
+  node_id: string;
+  session_id: string;
+  peer_id: string;
+  stream: string;
+  seq: number;
+  type: string;
+  payload: { node_id: string; status: PeerStatus; previous: PeerStatus };
+  recorded_at: Date;
+}
+
+function beatKey(b: { nodeId: string; sessionId: string; peerId: string }): string {
+  return `${b.nodeId}\n${b.sessionId}\n${b.peerId}`;
+}
+
 /**
  * The common heartbeat (no status change, no command waiting) of many members in one UPDATE: heartbeats that arrive
  * while a write is in flight are written together by the next one, so a thousand members cost tens of commits a
- * second rather than a thousand, and a quiet cluster waits for nobody. `record` answers whether the row matched; a
- * heartbeat that did not (status to change, commands waiting, session or peer wrong) takes the slow path.
+ * second rather than a thousand, and a quiet cluster waits for nobody. The members of a batch that come back from
+ * UNHEALTHY (a healed partition brings hundreds at once) are written by one more statement that changes their status
+ * and appends their status events together. `record` answers the written heartbeat, or undefined for one that takes
+ * the slow path (commands waiting, a drain reported, session or peer wrong, or the batch failed).
  */
 class HeartbeatBatcher {
-  private queue: { beat: PlainBeat; done: (matched: boolean) => void; fail: (err: unknown) => void }[] = [];
+  private queue: { beat: PlainBeat; done: (written: BatchedBeat | undefined) => void; fail: (err: unknown) => void }[] = [];
   private inFlight = 0;
   private scheduled = false;
   private static readonly MAX_IN_FLIGHT = 4;
@@ -270,7 +299,7 @@ class HeartbeatBatcher {
     private readonly log: Logger,
   ) {}
 
-  record(beat: PlainBeat): Promise<boolean> {
+  record(beat: PlainBeat): Promise<BatchedBeat | undefined> {
     return new Promise((done, fail) => {
       this.queue.push({ beat, done, fail });
       this.kick();
@@ -288,10 +317,10 @@ class HeartbeatBatcher {
       this.inFlight++;
       this.write(items.map((i) => i.beat))
         .then(
-          (matched) => items.forEach((i) => i.done(matched.has(`${i.beat.nodeId}\n${i.beat.sessionId}\n${i.beat.peerId}`))),
+          (written) => items.forEach((i) => i.done(written.get(beatKey(i.beat)))),
           (err: unknown) => {
             this.log.warn({ err, heartbeats: items.length }, 'heartbeat batch failed; taking the slow path');
-            items.forEach((i) => i.done(false));
+            items.forEach((i) => i.done(undefined));
           },
         )
         .finally(() => {
@@ -302,7 +331,7 @@ class HeartbeatBatcher {
     });
   }
 
-  private async write(beats: PlainBeat[]): Promise<Set<string>> {
+  private async write(beats: PlainBeat[]): Promise<Map<string, BatchedBeat>> {
     // Rows are locked in node-id order, as every other multi-row write here does, so batches never deadlock.
     const sorted = [...beats].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
     const res = await this.db.query<{ node_id: string; session_id: string; peer_id: string }>(
@@ -313,6 +342,52 @@ class HeartbeatBatcher {
        RETURNING c.node_id, c.session_id, c.peer_id`,
       [sorted.map((b) => b.nodeId), sorted.map((b) => b.sessionId), sorted.map((b) => b.peerId), sorted.map((b) => b.load), sorted.map((b) => b.reported)],
     );
-    return new Set(res.rows.map((r) => `${r.node_id}\n${r.session_id}\n${r.peer_id}`));
+    const written = new Map<string, BatchedBeat>(res.rows.map((r) => [beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event: null }]));
+    const rest = sorted.filter((b) => !written.has(beatKey(b)));
+    if (rest.length > 0) {
+      // A failure here (e.g. a status event appended to the same stream at the same moment) sends only these beats
+      // to the slow path: the plain heartbeats above are committed already.
+      try {
+        for (const r of await this.recover(rest)) {
+          const event = { stream: r.stream, seq: r.seq, type: r.type, payload: r.payload, at: r.recorded_at.toISOString() };
+          written.set(beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event });
+        }
+      } catch (err) {
+        this.log.warn({ err, heartbeats: rest.length }, 'heartbeat recovery batch failed; taking the slow path');
+      }
+    }
+    return written;
+  }
+
+  /**
+   * UNHEALTHY members of the batch back to ACTIVE (DRAINING when a drain was asked or is reported), each with its
+   * status_changed event on its node stream — in one statement, so the status and its event commit together as the
+   * slow path's transaction does. Members with commands waiting are left to the slow path (it answers them).
+   */
+  private async recover(beats: PlainBeat[]): Promise<RecoveredRow[]> {
+    const res = await this.db.query<RecoveredRow>(
+      `WITH v AS (SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[]) AS u(node_id, session_id, peer_id, load, reported)),
+       upd AS (
+         UPDATE cluster_nodes c SET
+           status = CASE WHEN c.drain_requested_at IS NOT NULL OR v.reported = 'DRAINING' THEN 'DRAINING' ELSE 'ACTIVE' END,
+           last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB, updated_at = now()
+         FROM v
+         WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
+           AND c.status = 'UNHEALTHY'
+         RETURNING c.node_id, c.session_id, c.peer_id, c.status
+       ),
+       ev AS (
+         INSERT INTO event_log (stream, seq, type, payload, recorded_at)
+         SELECT $6::TEXT || upd.node_id,
+           COALESCE((SELECT MAX(e.seq) FROM event_log e WHERE e.stream = $6::TEXT || upd.node_id), 0) + 1,
+           'status_changed', jsonb_build_object('node_id', upd.node_id, 'status', upd.status, 'previous', 'UNHEALTHY'), now()
+         FROM upd
+         RETURNING stream, seq, type, payload, recorded_at
+       )
+       SELECT upd.node_id, upd.session_id, upd.peer_id, ev.stream, ev.seq, ev.type, ev.payload, ev.recorded_at
+       FROM upd JOIN ev ON ev.stream = $6::TEXT || upd.node_id`,
+      [beats.map((b) => b.nodeId), beats.map((b) => b.sessionId), beats.map((b) => b.peerId), beats.map((b) => b.load), beats.map((b) => b.reported), nodeStream('')],
+    );
+    return res.rows;
   }
 }
