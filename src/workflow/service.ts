@@ -12,7 +12,7 @@ import type { ChildStartRequest, ChildTerminal, ChildWorkflows } from './engine/
 import { readWorkflowEvents, TERMINAL_WORKFLOW_EVENTS, WorkflowHistory, workflowStream, type NewWorkflowEvent } from './engine/events.ts';
 import { isUuid } from './engine/ids.ts';
 import * as repo from './engine/repo.ts';
-import { StartWriter, type StartStimulus, type StartWrite } from './engine/starts.ts';
+import { StartWriter, type StartOutcome, type StartStimulus, type StartWrite } from './engine/starts.ts';
 import type { TerminalCache, Wakers } from './engine/wakers.ts';
 import { pendingApprovalOf, resolveApproval } from './approvals/repo.ts';
 import type { WorkflowDefinition } from './registry/types.ts';
@@ -22,7 +22,22 @@ import { workflowStarted } from '../observability/runs.ts';
 /** Where runs get their workflow: the registry (WorkflowDefinitionService), behind the smallest interface. */
 export interface WorkflowSource {
   resolve(tenantId: string, nameOrId: string, version?: string, userId?: string): Promise<WorkflowDefinition | undefined>;
+  /**
+   * As resolve, possibly from memory, with the fingerprint the start's INSERT checks (registry resolveForRun);
+   * `fresh` skips the memory. Sources without it are asked with resolve on every start.
+   */
+  resolveForRun?(
+    tenantId: string,
+    nameOrId: string,
+    version?: string,
+    userId?: string,
+    opts?: { fresh?: boolean },
+  ): Promise<{ definition: WorkflowDefinition; fingerprint?: string | undefined } | undefined>;
 }
+
+/** Starts refused by their fingerprint guard (a registry change raced the start) are prepared again at most this
+ * often from a fresh read; past that the start is written unguarded, as a read-then-write start always was. */
+const STALE_RETRIES = 3;
 
 export const MAX_SUBWORKFLOW_DEPTH = 10;
 
@@ -135,10 +150,19 @@ export class WorkflowExecutionService {
   }
 
   async run(req: RunRequest): Promise<{ execution_id: string; status: 'started' }> {
-    const start = await this.prepare(req);
-    const out = await this.starts.write(start);
+    const id = req.executionId ?? randomUUID();
+    const { start, out } = await this.write({ ...req, executionId: id });
     if ('row' in out) this.started(start, out.row);
     return { execution_id: start.run.id, status: 'started' }; // else an existing child run: idempotent
+  }
+
+  /** Prepares and writes the start; a start refused by its guard is prepared again from a fresh registry read. */
+  private async write(req: RunRequest & { executionId: string }, stimulus?: StartStimulus): Promise<{ start: StartWrite; out: StartOutcome }> {
+    for (let attempt = 0; ; attempt++) {
+      const start = { ...(await this.prepare(req, attempt > 0, attempt <= STALE_RETRIES)), stimulus };
+      const out = await this.starts.write(start);
+      if (!('stale' in out)) return { start, out };
+    }
   }
 
   /**
@@ -147,8 +171,7 @@ export class WorkflowExecutionService {
    * nothing was written. Validation errors (workflow not deployed, input_schema) throw before anything is written.
    */
   async runStimulus(req: RunRequest, stimulus: StartStimulus): Promise<{ execution_id: string } | { duplicate: true }> {
-    const start = { ...(await this.prepare(req)), stimulus };
-    const out = await this.starts.write(start);
+    const { start, out } = await this.write({ ...req, executionId: req.executionId ?? randomUUID() }, stimulus);
     if ('row' in out) {
       this.started(start, out.row);
       return { execution_id: start.run.id };
@@ -157,15 +180,22 @@ export class WorkflowExecutionService {
     throw new Error(`workflow run ${start.run.id} exists already`);
   }
 
-  /** Validates the request and builds the row and first events of the run (writes nothing). */
-  private async prepare(req: RunRequest): Promise<StartWrite> {
+  /** Validates the request and builds the row and first events of the run (writes nothing). `fresh`: read the
+   * registry, not memory; `guarded`: carry the resolution's fingerprint for the INSERT to check. */
+  private async prepare(req: RunRequest, fresh = false, guarded = true): Promise<StartWrite> {
     if (typeof req.workflow !== 'string' || req.workflow === '') throw new OrchError(Errors.BAD_REQUEST, 'workflow name is required');
     if (req.intent !== undefined && req.intent !== null && typeof req.intent !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'intent must be a string');
     if (req.blackboard !== undefined && req.blackboard !== null && !isPlainObject(req.blackboard)) {
       throw new OrchError(Errors.BAD_REQUEST, 'blackboard must be an object');
     }
     if (req.version !== undefined && typeof req.version !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'version must be a string');
-    const def = await this.d.workflows.resolve(req.tenant, req.workflow, req.version, req.userId);
+    let def: WorkflowDefinition | undefined;
+    let fingerprint: string | undefined;
+    if (this.d.workflows.resolveForRun) {
+      const r = await this.d.workflows.resolveForRun(req.tenant, req.workflow, req.version, req.userId, { fresh });
+      def = r?.definition;
+      fingerprint = r?.fingerprint;
+    } else def = await this.d.workflows.resolve(req.tenant, req.workflow, req.version, req.userId);
     if (!def) {
       throw new OrchError(Errors.NOT_FOUND, `workflow ${req.workflow}${req.version ? ` version ${req.version}` : ''} is not deployed`);
     }
@@ -208,6 +238,7 @@ export class WorkflowExecutionService {
         leaseMs: this.d.leaseMs,
       },
       events,
+      guard: guarded && fingerprint !== undefined ? { viewer: req.userId ?? null, fingerprint } : undefined,
     };
   }
 

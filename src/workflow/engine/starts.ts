@@ -10,6 +10,7 @@
 import type { Db, Queryable } from '../../storage/db.ts';
 import type { NewWorkflowEvent } from './events.ts';
 import type { NewWorkflowExecution, WorkflowExecutionRow } from './repo.ts';
+import { visibleFingerprintSql } from '../registry/repo.ts';
 
 /** The stimulus recorded (and its key taken) with a run it starts. */
 export interface StartStimulus {
@@ -27,11 +28,18 @@ export interface StartWrite {
   run: NewWorkflowExecution;
   events: NewWorkflowEvent[];
   stimulus?: StartStimulus | undefined;
+  /**
+   * The workflow was resolved by name, possibly from memory (registry resolveForRun): the start is written only if
+   * the registry rows that name resolves from, for this tenant and viewer, still have this fingerprint — checked in
+   * the same statement, before the key claim, so a stale start writes nothing at all.
+   */
+  guard?: { viewer: string | null; fingerprint: string } | undefined;
 }
 
 /** `row`: the run as inserted; `duplicate`: the stimulus's key is held by another delivery (nothing was written);
- * neither: a run with this id exists already (an idempotent child start). */
-export type StartOutcome = { row: WorkflowExecutionRow } | { duplicate: true } | { exists: true };
+ * `stale`: the guard's fingerprint no longer matches (nothing was written; resolve again and retry);
+ * none of these: a run with this id exists already (an idempotent child start). */
+export type StartOutcome = { row: WorkflowExecutionRow } | { duplicate: true } | { stale: true } | { exists: true };
 
 interface Pending {
   w: StartWrite;
@@ -41,6 +49,8 @@ interface Pending {
 
 interface Inserted {
   id: string;
+  /** The guard failed: nothing of this start was written (the other columns are null). */
+  stale: boolean;
   lease_expires_at: Date;
   created_at: Date;
   started_at: Date;
@@ -53,8 +63,9 @@ function keyOf(w: StartWrite): string | undefined {
   return s?.idempotencyKey === undefined ? undefined : JSON.stringify([w.run.tenantId, s.source, s.idempotencyKey]);
 }
 
-/** The batch as ONE statement: key claims, stimuli of the won claims, the runs of those (and of starts without a
- * stimulus), their events. Answers the inserted runs' server-set columns, by id. */
+/** The batch as ONE statement: the guards' fingerprints, key claims, stimuli of the won claims, the runs of those
+ * (and of starts without a stimulus), their events. Answers, by run id, the inserted runs' server-set columns and the
+ * starts refused by their guard (`stale`). */
 export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<Map<string, Inserted>> {
   const params: unknown[] = [];
   const p = (v: unknown): string => {
@@ -77,10 +88,11 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
     }
     runs.push(
       `(${p(e.id)}::UUID, ${p(s?.id ?? null)}::UUID, ${p(e.tenantId)}::TEXT, ${p(e.workflowId)}::UUID, ${p(e.workflowName)}::TEXT, ` +
-        `${p(e.workflowVersion)}::TEXT, ${p(JSON.stringify(e.manifest))}::JSONB, ${p(JSON.stringify(e.input ?? {}))}::JSONB, ` +
+        `${p(e.workflowVersion)}::TEXT, ${p(manifestJson(e.manifest))}::JSONB, ${p(JSON.stringify(e.input ?? {}))}::JSONB, ` +
         `${p(e.intent ?? null)}::TEXT, ${p(initial)}::TEXT, ${p(JSON.stringify(e.blackboard))}::JSONB, ${p(JSON.stringify(e.context))}::JSONB, ` +
         `${p(JSON.stringify({ [initial]: 1 }))}::JSONB, ${p(e.parentExecutionId ?? null)}::UUID, ${p(e.depth)}::INT4, ` +
-        `${p(JSON.stringify(e.ancestry))}::JSONB, ${p(w.events.length)}::INT4, ${p(e.ownerNode)}::TEXT, ${p(e.leaseMs)}::INT4)`,
+        `${p(JSON.stringify(e.ancestry))}::JSONB, ${p(w.events.length)}::INT4, ${p(e.ownerNode)}::TEXT, ${p(e.leaseMs)}::INT4, ` +
+        `${p(w.guard !== undefined)}::BOOLEAN, ${p(w.guard?.viewer ?? null)}::TEXT, ${p(w.guard?.fingerprint ?? null)}::TEXT)`,
     );
     w.events.forEach((ev, i) => {
       events.push(
@@ -90,31 +102,47 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
     });
   }
   const withStimuli = stimuli.length > 0;
-  const sql = `WITH ${
-    withStimuli
-      ? `s(id, tenant_id, source, idempotency_key, content, headers, routed_by, workflow_name, confidence, workflow_execution_id, ttl) AS (
-         VALUES ${stimuli.join(', ')}
-       ),
-       claim AS (
-         INSERT INTO stimulus_keys (tenant_id, source, idempotency_key, stimulus_id, expires_at)
-         SELECT s.tenant_id, s.source, s.idempotency_key, s.id, now() + s.ttl * INTERVAL '1 second' FROM s WHERE s.idempotency_key IS NOT NULL
-         ON CONFLICT (tenant_id, source, idempotency_key) DO UPDATE
-           SET stimulus_id = EXCLUDED.stimulus_id, expires_at = EXCLUDED.expires_at
-           WHERE stimulus_keys.expires_at <= now()
-         RETURNING stimulus_id
-       ),
-       sins AS (
-         INSERT INTO stimuli (id, tenant_id, source, idempotency_key, content, headers, status, routed_by, workflow_name, confidence, workflow_execution_id)
-         SELECT s.id, s.tenant_id, s.source, s.idempotency_key, s.content, s.headers, 'routed', s.routed_by, s.workflow_name, s.confidence, s.workflow_execution_id
-         FROM s WHERE s.idempotency_key IS NULL OR s.id IN (SELECT stimulus_id FROM claim)
-         RETURNING id
-       ),`
-      : ''
-  }
+  const guarded = batch.some((w) => w.guard !== undefined);
+  // Guarded starts whose fingerprint changed: every write below skips them (the fingerprint is computed once per
+  // distinct tenant, viewer and name of the batch).
+  const notStale = guarded ? ' NOT IN (SELECT id FROM stale)' : ' IS NOT NULL';
+  const sql = `WITH
      r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent, initial_state, blackboard,
-       context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms) AS (
+       context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms, guarded, viewer, fingerprint) AS (
        VALUES ${runs.join(', ')}
+     ),${
+       guarded
+         ? `
+     k AS (SELECT DISTINCT tenant_id, viewer, workflow_name FROM r WHERE r.guarded),
+     fp AS (SELECT k.tenant_id, k.viewer, k.workflow_name, ${visibleFingerprintSql('k.tenant_id', 'k.viewer', 'k.workflow_name')} AS current FROM k),
+     stale AS (
+       SELECT r.id FROM r JOIN fp ON fp.tenant_id = r.tenant_id AND fp.viewer IS NOT DISTINCT FROM r.viewer AND fp.workflow_name = r.workflow_name
+       WHERE r.guarded AND fp.current IS DISTINCT FROM r.fingerprint
+     ),`
+         : ''
+     }${
+       withStimuli
+         ? `
+     s(id, tenant_id, source, idempotency_key, content, headers, routed_by, workflow_name, confidence, workflow_execution_id, ttl) AS (
+       VALUES ${stimuli.join(', ')}
      ),
+     claim AS (
+       INSERT INTO stimulus_keys (tenant_id, source, idempotency_key, stimulus_id, expires_at)
+       SELECT s.tenant_id, s.source, s.idempotency_key, s.id, now() + s.ttl * INTERVAL '1 second' FROM s
+       WHERE s.idempotency_key IS NOT NULL AND s.workflow_execution_id${notStale}
+       ON CONFLICT (tenant_id, source, idempotency_key) DO UPDATE
+         SET stimulus_id = EXCLUDED.stimulus_id, expires_at = EXCLUDED.expires_at
+         WHERE stimulus_keys.expires_at <= now()
+       RETURNING stimulus_id
+     ),
+     sins AS (
+       INSERT INTO stimuli (id, tenant_id, source, idempotency_key, content, headers, status, routed_by, workflow_name, confidence, workflow_execution_id)
+       SELECT s.id, s.tenant_id, s.source, s.idempotency_key, s.content, s.headers, 'routed', s.routed_by, s.workflow_name, s.confidence, s.workflow_execution_id
+       FROM s WHERE (s.idempotency_key IS NULL AND s.workflow_execution_id${notStale}) OR s.id IN (SELECT stimulus_id FROM claim)
+       RETURNING id
+     ),`
+         : ''
+     }
      ins AS (
        INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent,
          status, current_state, blackboard, context, visits, total_transitions, parent_execution_id, depth, ancestry,
@@ -122,7 +150,7 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
        SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, r.manifest, r.input, r.intent,
          'running', r.initial_state, r.blackboard, r.context, r.visits, 0, r.parent_execution_id, r.depth, r.ancestry,
          r.last_seq, r.owner_node, now() + r.lease_ms * INTERVAL '1 millisecond', 0, now()
-       FROM r WHERE r.stimulus_id IS NULL${withStimuli ? ' OR r.stimulus_id IN (SELECT id FROM sins)' : ''}
+       FROM r WHERE r.id${notStale} AND (r.stimulus_id IS NULL${withStimuli ? ' OR r.stimulus_id IN (SELECT id FROM sins)' : ''})
        ON CONFLICT (id) DO NOTHING
        RETURNING id, lease_expires_at, created_at, started_at, last_transition_at, updated_at
      )${
@@ -137,9 +165,26 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
      )`
          : ''
      }
-     SELECT * FROM ins`;
+     SELECT id, false AS stale, lease_expires_at, created_at, started_at, last_transition_at, updated_at FROM ins${
+       guarded
+         ? `
+     UNION ALL
+     SELECT id, true, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ FROM stale`
+         : ''
+     }`;
   const res = await db.query<Inserted>(sql, params);
   return new Map(res.rows.map((r) => [r.id, r]));
+}
+
+/** The manifest as JSON, once per manifest object (a cached definition hands every start the same object). */
+const manifestTexts = new WeakMap<object, string>();
+function manifestJson(m: object): string {
+  let t = manifestTexts.get(m);
+  if (t === undefined) {
+    t = JSON.stringify(m);
+    manifestTexts.set(m, t);
+  }
+  return t;
 }
 
 function rowOf(w: StartWrite, ins: Inserted): WorkflowExecutionRow {
@@ -207,6 +252,22 @@ export class StartWriter {
   write(w: StartWrite): Promise<StartOutcome> {
     return new Promise((resolve, reject) => {
       this.queue.push({ w, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private scheduled = false;
+
+  /**
+   * Sends at the end of this turn of the event loop, not at once: the requests whose bodies arrived in the same
+   * turn then share one statement (as the step writer does), where sending on the first arrival would commit it
+   * alone while a free connection remains.
+   */
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
       this.pump();
     });
   }
@@ -229,7 +290,7 @@ export class StartWriter {
       this.inFlight++;
       void this.flush(batch).finally(() => {
         this.inFlight--;
-        this.pump();
+        this.schedule();
       });
     }
   }
@@ -251,7 +312,8 @@ export class StartWriter {
     this.stats.starts += batch.length;
     for (const p of batch) {
       const ins = inserted.get(p.w.run.id);
-      if (ins) p.resolve({ row: rowOf(p.w, ins) });
+      if (ins?.stale) p.resolve({ stale: true });
+      else if (ins) p.resolve({ row: rowOf(p.w, ins) });
       else if (p.w.stimulus) p.resolve({ duplicate: true });
       else p.resolve({ exists: true });
     }

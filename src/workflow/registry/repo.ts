@@ -47,9 +47,28 @@ export async function visibleByName(q: Queryable, tenant: string, viewer: string
 const HEAD_COLUMNS = `w.id, w.tenant_id, w.name, w.version, w.scope, w.scope_owner, w.deployed_by, w.description, w.labels,
   w.initial_state, NULL AS manifest, '' AS manifest_yaml, w.created_at, w.updated_at`;
 
-/** As visibleByName without the manifest and its YAML (`manifest` null): for resolving which version to run. */
-export async function visibleHeadsByName(q: Queryable, tenant: string, viewer: string | undefined, name: string): Promise<WorkflowRow[]> {
-  const res = await q.query<WorkflowRow>(`SELECT ${HEAD_COLUMNS} FROM workflows w WHERE ${VISIBLE} AND w.name = $3`, [tenant, viewer ?? null, name]);
+/**
+ * A scalar subquery: the fingerprint of every row named `name` that `tenant` and `viewer` see (SQL expressions, e.g.
+ * `$1` or a column). It covers each row's id, place and updated_at to the microsecond, so any deploy, forced redeploy,
+ * delete, promote or demote that could change what a name resolves to for that caller changes it. A run start checks
+ * it inside its own INSERT (engine/starts.ts), which lets a node resolve a name from memory and still never start a
+ * version the registry no longer resolves to: on a mismatch nothing is written and the start resolves again.
+ */
+export function visibleFingerprintSql(tenant: string, viewer: string, name: string): string {
+  return `(SELECT COALESCE(md5(string_agg(f.id::TEXT || '/' || f.tenant_id || '/' || f.scope || '/' || f.scope_owner || '/' ||
+      ((EXTRACT(EPOCH FROM f.updated_at) * 1000000)::INT8)::TEXT, ',' ORDER BY f.id)), '')
+    FROM workflows f
+    WHERE ((f.tenant_id = ${tenant} AND f.scope = 'tenant') OR f.scope = 'global' OR (f.tenant_id = ${tenant} AND f.scope = 'user' AND f.scope_owner = ${viewer}))
+      AND f.name = ${name})`;
+}
+
+/** As visibleByName without the manifest and its YAML (`manifest` null): for resolving which version to run. Each row
+ * carries the fingerprint of the whole visible set (read in the same statement, so it matches the rows). */
+export async function visibleHeadsByName(q: Queryable, tenant: string, viewer: string | undefined, name: string): Promise<(WorkflowRow & { fingerprint: string })[]> {
+  const res = await q.query<WorkflowRow & { fingerprint: string }>(
+    `SELECT ${HEAD_COLUMNS}, ${visibleFingerprintSql('$1::TEXT', '$2::TEXT', '$3::TEXT')} AS fingerprint FROM workflows w WHERE ${VISIBLE} AND w.name = $3`,
+    [tenant, viewer ?? null, name],
+  );
   return res.rows;
 }
 

@@ -81,6 +81,15 @@ export interface ScopeChangeResult {
   versions: string[];
 }
 
+/** Cached run resolutions at most (then all are dropped: a node runs far fewer distinct workflows than this). */
+const RUN_CACHE_LIMIT = 4096;
+
+/** A resolution for a run start: the definition and, when resolved by name, the fingerprint its INSERT checks. */
+export interface ResolvedForRun {
+  definition: WorkflowDefinition;
+  fingerprint?: string | undefined;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SCOPE_ORDER: Record<WorkflowScope, number> = { user: 0, tenant: 1, global: 2 };
 
@@ -120,8 +129,8 @@ export function placeFor(tenant: string, scope: WorkflowScope, subject: string):
 }
 
 /** Rows grouped by place and name, in resolution order (user, tenant, global); each group highest version first. */
-function groups(rows: WorkflowRow[]): WorkflowRow[][] {
-  const by = new Map<string, WorkflowRow[]>();
+function groups<R extends WorkflowRow>(rows: R[]): R[][] {
+  const by = new Map<string, R[]>();
   for (const r of rows) {
     const k = `${placeKey(placeOf(r))}\u0000${r.name}`;
     const g = by.get(k);
@@ -251,6 +260,7 @@ export class WorkflowDefinitionService {
       await repo.replace(tx, existing.id, v);
       return { workflow_id: existing.id, replaced: true };
     });
+    this.forget(name);
     this.log.info({ tenant: at.tenantId, scope: at.scope, workflow: name, version, workflow_id: result.workflow_id, replaced: result.replaced }, 'workflow deployed');
     const e: WorkflowDeployed = { tenant_id: at.tenantId, workflow_id: result.workflow_id, name, description: v.description, labels: v.labels ?? {} };
     for (const fn of this.deployListeners) await fn(e).catch((err: unknown) => this.log.warn({ err, workflow_id: e.workflow_id }, 'deploy listener failed'));
@@ -262,17 +272,63 @@ export class WorkflowDefinitionService {
    * when given), at `version` or at the latest version of the first scope that has the name. undefined when none.
    */
   async resolve(tenantId: string, nameOrId: string, version?: string, userId?: string): Promise<WorkflowDefinition | undefined> {
-    if (!UUID.test(nameOrId)) return this.resolveByName(tenantId, nameOrId, version, userId);
+    if (!UUID.test(nameOrId)) return (await this.resolveByName(tenantId, nameOrId, version, userId))?.definition;
     const row = await this.resolveRow(tenantId, nameOrId, version, userId);
     return row ? definition(row) : undefined;
   }
 
-  /** Parsed manifests by workflow id and updated_at (a forced redeploy changes updated_at): every run start resolves
-   * its version (one light read, no manifest) but the manifest itself is read and parsed once per version. */
+  /**
+   * What a run start uses: as resolve(), served from memory after the first read of a (tenant, user, name, version),
+   * with the fingerprint of what the name resolved from (repo.visibleFingerprintSql). The start's INSERT checks that
+   * fingerprint against the registry in the same statement and writes nothing when it changed (then the caller asks
+   * again with `fresh`), so a cached answer is never used after a deploy, forced redeploy, delete or scope change
+   * committed on any node or by any process. This node's own registry writes also drop the name at once, so its next
+   * start does not pay the mismatch. A workflow_id (UUID) is read each time and carries no fingerprint.
+   */
+  async resolveForRun(tenant: string, nameOrId: string, version?: string, userId?: string, opts: { fresh?: boolean } = {}): Promise<ResolvedForRun | undefined> {
+    if (UUID.test(nameOrId)) {
+      const d = await this.resolve(tenant, nameOrId, version, userId);
+      return d ? { definition: d } : undefined;
+    }
+    const key = `${tenant}\u0000${userId ?? ''}\u0000${version ?? ''}`;
+    if (opts.fresh !== true) {
+      const hit = this.runCache.get(nameOrId)?.get(key);
+      if (hit) return hit;
+    }
+    const r = await this.resolveByName(tenant, nameOrId, version, userId);
+    if (!r) return undefined;
+    if (r.fingerprint !== undefined) {
+      if (this.runCacheSize >= RUN_CACHE_LIMIT) {
+        this.runCache.clear();
+        this.runCacheSize = 0;
+      }
+      let byKey = this.runCache.get(nameOrId);
+      if (!byKey) this.runCache.set(nameOrId, (byKey = new Map()));
+      if (!byKey.has(key)) this.runCacheSize++;
+      byKey.set(key, r);
+    }
+    return r;
+  }
+
+  /** Resolutions for runs, by name then by tenant/user/version (see resolveForRun). */
+  private readonly runCache = new Map<string, Map<string, ResolvedForRun>>();
+  private runCacheSize = 0;
+
+  /** After this process changed rows named `name`: its cached resolutions are dropped (other nodes find out at their
+   * next start of it, by the fingerprint check). */
+  private forget(name: string): void {
+    const byKey = this.runCache.get(name);
+    if (!byKey) return;
+    this.runCacheSize -= byKey.size;
+    this.runCache.delete(name);
+  }
+
+  /** Parsed manifests by workflow id and updated_at (a forced redeploy changes updated_at): every uncached run start
+   * resolves its version (one light read, no manifest) but the manifest itself is read and parsed once per version. */
   private readonly manifests = new Map<string, { stamp: string; manifest: unknown; manifest_yaml: string }>();
 
-  private async resolveByName(tenant: string, name: string, version: string | undefined, user: string | undefined): Promise<WorkflowDefinition | undefined> {
-    let head: WorkflowRow | undefined;
+  private async resolveByName(tenant: string, name: string, version: string | undefined, user: string | undefined): Promise<ResolvedForRun | undefined> {
+    let head: (WorkflowRow & { fingerprint: string }) | undefined;
     for (const g of groups(await repo.visibleHeadsByName(this.db, tenant, user, name))) {
       head = version === undefined ? g[0] : g.find((r) => r.version === version);
       if (head) break;
@@ -283,13 +339,13 @@ export class WorkflowDefinitionService {
     let m = this.manifests.get(head.id);
     if (m?.stamp !== stamp) {
       const read = await repo.manifestOf(this.db, head.id);
-      // Changed (or removed) between the two reads: resolve again the plain way.
-      if (!read || stampOf(read.updated_at) !== stamp) return this.resolveRow(tenant, name, version, user).then((r) => (r ? definition(r) : undefined));
+      // Changed (or removed) between the two reads: resolve again the plain way (no fingerprint: not cached).
+      if (!read || stampOf(read.updated_at) !== stamp) return this.resolveRow(tenant, name, version, user).then((r) => (r ? { definition: definition(r) } : undefined));
       m = { stamp, manifest: read.manifest, manifest_yaml: read.manifest_yaml };
       if (this.manifests.size >= 512) this.manifests.clear();
       this.manifests.set(head.id, m);
     }
-    return definition({ ...head, manifest: m.manifest, manifest_yaml: m.manifest_yaml });
+    return { definition: definition({ ...head, manifest: m.manifest, manifest_yaml: m.manifest_yaml }), fingerprint: head.fingerprint };
   }
 
   private async resolveRow(tenant: string, nameOrId: string, version: string | undefined, user: string | undefined): Promise<WorkflowRow | undefined> {
@@ -372,6 +428,7 @@ export class WorkflowDefinitionService {
     if (version !== undefined) doomed = doomed.filter((r) => r.version === version);
     if (doomed.length === 0) throw notFound(`workflow ${head.name} has no version ${version ?? ''}`.trim());
     const deleted = await this.db.tx((tx) => repo.deleteIds(tx, doomed.map((r) => r.id)));
+    this.forget(head.name);
     if (deleted === 0) throw notFound();
     this.log.info({ tenant: head.tenant_id, scope: head.scope, workflow: head.name, versions: doomed.map((r) => r.version) }, 'workflow deleted');
     return { workflow_id: doomed[0]!.id, name: head.name, scope: head.scope, deleted: true, versions: doomed.map((r) => r.version) };
@@ -430,6 +487,7 @@ export class WorkflowDefinitionService {
       await repo.move(tx, rows.map((r) => r.id), to);
       return rows;
     });
+    this.forget(name);
     this.log.info({ workflow: name, from: from.scope, to: to.scope, tenant: to.tenantId, versions: moved.map((r) => r.version) }, 'workflow scope changed');
     return { workflow_id: moved[0]!.id, name, from_scope: from.scope, target_scope: to.scope, versions: moved.map((r) => r.version) };
   }
