@@ -42,7 +42,7 @@ spec:
       config: { subcommand_allowlist: { sleep: [], echo: [], cat: [], printenv: [], git: [status] } }
 `;
 
-/** The node's cmd ceiling: the model's own commands (sleep 1) stay under it; a SEAL `sleep 30` goes over. */
+/** The node's cmd ceiling: the model's own commands (sleep 1) stay under it; a SEAL `sleep 600` goes over. */
 const CEILING_S = 3;
 
 interface Running {
@@ -236,11 +236,11 @@ withCatalog('cmd.run over gRPC InvokeTool gets stdout from the sandbox', async (
 
 withCatalog('cmd.run over the node\'s timeout_ceiling_secs → ExecTimeoutCeilingExceeded', async (t) => {
   const started = Date.now();
-  const r = await invokeHttp(s.http, env('cmd.run', { command: 'sleep', args: ['30'] }));
+  const r = await invokeHttp(s.http, env('cmd.run', { command: 'sleep', args: ['600'] }));
   t.is(r.status, 200, JSON.stringify(r.body));
   t.true('result' in r.body && r.body.result.isError);
   t.regex(text(r.body), /ExecTimeoutCeilingExceeded/);
-  t.true(Date.now() - started < 20_000, 'killed at the ceiling, not after 30 s');
+  t.true(Date.now() - started < 60_000, 'killed at the ceiling, not after 600 s');
 });
 
 withCatalog('attack: a subcommand outside the allowlist → 403', async (t) => {

@@ -87,10 +87,11 @@ test.serial('a command past timeout_ceiling_secs → ExecTimeoutCeilingExceeded'
   const unregister = registry.register(f.executionId, (req) => runtime.exec(sandboxId, req));
   t.teardown(unregister);
   const started = Date.now();
-  const r = parse(await call({ command: 'sleep', args: ['20'] }));
+  const r = parse(await call({ command: 'sleep', args: ['600'] }));
   t.true(r.isError);
   t.is(r.value.error, 'ExecTimeoutCeilingExceeded');
-  t.true(Date.now() - started < 10_000);
+  // Far under the command's 600 s: the 1 s ceiling killed it (the margin is for a loaded machine).
+  t.true(Date.now() - started < 60_000);
 });
 
 test.serial('unregister removes only its own runner', async (t) => {

@@ -135,5 +135,5 @@ test('orch.task.wait polls until terminal, and reports timed_out when the timeou
   const started = Date.now();
   const r = await c.call(ctx, 'orch.agent.wait', { execution_id: 'stuck', poll_interval_seconds: 1, timeout_seconds: 1 });
   t.like(r, { ok: true, result: { status: 'running', timed_out: true } });
-  t.true(Date.now() - started < 20_000, 'the timeout, not the 300 s default, ended the wait');
+  t.true(Date.now() - started < 60_000, 'the timeout, not the 300 s default, ended the wait');
 });

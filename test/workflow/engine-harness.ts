@@ -80,7 +80,7 @@ export async function startEngine(
     async run(name, body = {}) {
       return (await cap.runs.run({ tenant: TENANT, workflow: name, ...body })).execution_id;
     },
-    async waitFor(id, status, ms = 20_000) {
+    async waitFor(id, status, ms = 60_000) {
       const deadline = Date.now() + ms;
       for (;;) {
         const row = await getWorkflowExecution(db, id);
