@@ -14,6 +14,7 @@ import type { Logger } from '../logging/logger.ts';
 import { parseWorkflowManifest } from '../workflow/manifest/parse.ts';
 import type { WorkflowManifest } from '../workflow/manifest/types.ts';
 import type { WorkflowDefinitionService } from '../workflow/registry/service.ts';
+import { deadline } from '../util/deadline.ts';
 
 export const DEFAULT_GENERATION_ATTEMPTS = 3;
 export const DEFAULT_GENERATION_TIMEOUT_MS = 120_000;
@@ -157,8 +158,8 @@ export class ManifestGenerator {
     ];
     let last: string[] = [];
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      const signal = req.signal ? AbortSignal.any([req.signal, AbortSignal.timeout(this.d.timeoutMs ?? DEFAULT_GENERATION_TIMEOUT_MS)]) : AbortSignal.timeout(this.d.timeoutMs ?? DEFAULT_GENERATION_TIMEOUT_MS);
-      const res = await this.d.llm.complete({ alias: req.model ?? 'default', messages, tools: [], signal });
+      const timer = deadline(this.d.timeoutMs ?? DEFAULT_GENERATION_TIMEOUT_MS, [req.signal]);
+      const res = await this.d.llm.complete({ alias: req.model ?? 'default', messages, tools: [], signal: timer.signal }).finally(() => timer.dispose());
       const answer = res.content ?? '';
       const yaml = extractYaml(answer);
       const c = validate(yaml);

@@ -32,6 +32,7 @@ import type { ToolCatalog } from '../../tools/types.ts';
 import type { SandboxCommands } from '../../seal/sandbox-commands.ts';
 import { ExecutionTelemetry } from '../../observability/runs.ts';
 import type { CortexPatternView, CortexService } from '../../cortex/service.ts';
+import { deadline } from '../../util/deadline.ts';
 
 /** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
 const MAX_TURNS_PER_ITERATION = 50;
@@ -475,7 +476,8 @@ export class ExecutionLoop {
     let lastStderr: string | undefined;
     for (let turn = 1; turn <= MAX_TURNS_PER_ITERATION; turn++) {
       const answer = await this.journal.step<LlmResponse>(`it${n}:llm${turn}`, 'llm', async () => {
-        const llmSignal = anySignal([signal, AbortSignal.timeout(m.spec.execution.llm_timeout_seconds * 1000)]);
+        const llmDeadline = deadline(m.spec.execution.llm_timeout_seconds * 1000, [signal]);
+        const llmSignal = llmDeadline.signal;
         let res: LlmResponse;
         try {
           res = await this.tel.llmCall(m.spec.runtime.model, () => this.deps.llm.complete({
@@ -487,7 +489,9 @@ export class ExecutionLoop {
           }));
         } catch (err) {
           if (signal.aborted) throw err;
-          throw new LlmStepFailed(llmSignal.aborted ? `the model did not answer within llm_timeout_seconds (${m.spec.execution.llm_timeout_seconds} s)` : `LLM call failed: ${(err as Error).message}`, { cause: err });
+          throw new LlmStepFailed(llmDeadline.timedOut() ? `the model did not answer within llm_timeout_seconds (${m.spec.execution.llm_timeout_seconds} s)` : `LLM call failed: ${(err as Error).message}`, { cause: err });
+        } finally {
+          llmDeadline.dispose();
         }
         await fencedUpdate(this.deps.db, this.fence, 'prompt_tokens = prompt_tokens + $1, completion_tokens = completion_tokens + $2', [
           res.usage.prompt_tokens,

@@ -5,7 +5,8 @@
 import TurndownService from 'turndown';
 import type { NodeConfig } from '../../config/types.ts';
 import { checkDomain } from '../policy.ts';
-import type { ToolDefinition } from '../types.ts';
+import type { ToolCallContext, ToolDefinition, ToolOutcome } from '../types.ts';
+import { deadline } from '../../util/deadline.ts';
 import { bool, fail, int, ok, schema, str } from './util.ts';
 
 const MAX_REDIRECTS = 10;
@@ -40,6 +41,43 @@ async function readCapped(res: Response): Promise<{ text: string; truncated: boo
   return { text: Buffer.concat(chunks).toString('utf8'), truncated };
 }
 
+/** web.fetch's work under `signal` (its timeout and the caller's cancellation), following redirects by hand. */
+async function fetchPage(ctx: ToolCallContext, args: Record<string, unknown>, url: string, follow: boolean, timeoutSecs: number, signal: AbortSignal): Promise<ToolOutcome> {
+  let current = url;
+  let res: Response | undefined;
+  try {
+    for (let hop = 0; ; hop++) {
+      const denied = checkDomain(ctx.context, current);
+      if (denied) return { ok: false, error: denied };
+      res = await fetch(current, { redirect: 'manual', signal, headers: { 'user-agent': 'orch-web-fetch/1', accept: 'text/html,text/plain,application/json,*/*' } });
+      const location = res.headers.get('location');
+      if (!follow || res.status < 300 || res.status >= 400 || !location) break;
+      await res.body?.cancel().catch(() => undefined);
+      if (hop >= MAX_REDIRECTS) return fail('TooManyRedirects', `${url} redirected more than ${MAX_REDIRECTS} times`);
+      current = new URL(location, current).toString();
+    }
+  } catch (err) {
+    if (signal.aborted && !ctx.signal?.aborted) return fail('Timeout', `${current} did not answer within ${timeoutSecs} s`);
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    return fail('NetworkError', `fetching ${current} failed: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+  }
+  if (res.status >= 400) {
+    await res.body?.cancel().catch(() => undefined);
+    return fail('HttpError', `${current} answered HTTP ${res.status} ${res.statusText}`.trim());
+  }
+  let body: { text: string; truncated: boolean };
+  try {
+    body = await readCapped(res);
+  } catch (err) {
+    if (signal.aborted) return fail('Timeout', `${current} did not send its body within ${timeoutSecs} s`);
+    return fail('NetworkError', `reading ${current} failed: ${(err as Error).message}`);
+  }
+  const type = res.headers.get('content-type') ?? '';
+  const html = /text\/html|application\/xhtml/i.test(type);
+  const text = html && bool(args.to_markdown, true) ? htmlToMarkdown(body.text) : body.text;
+  return ok(body.truncated ? `${text}\n… (truncated at ${MAX_BODY_BYTES} bytes)` : text);
+}
+
 function searchEntry(config: NodeConfig | undefined): Record<string, unknown> | undefined {
   return config?.builtin_dispatchers?.find((d) => d.name === 'web.search' || d.name === 'web_search')?.config;
 }
@@ -65,40 +103,12 @@ export function webTools(config: NodeConfig | undefined): ToolDefinition[] {
         if (!/^https?:\/\//i.test(url)) return fail('InvalidArguments', `url of tool web.fetch must start with http:// or https:// (got ${url.slice(0, 100)})`);
         const timeoutSecs = int(args.timeout_secs, 30, 1, 600);
         const follow = bool(args.follow_redirects, true);
-        const signal = AbortSignal.any([AbortSignal.timeout(timeoutSecs * 1000), ...(ctx.signal ? [ctx.signal] : [])]);
-        let current = url;
-        let res: Response | undefined;
+        const timer = deadline(timeoutSecs * 1000, [ctx.signal]);
         try {
-          for (let hop = 0; ; hop++) {
-            const denied = checkDomain(ctx.context, current);
-            if (denied) return { ok: false, error: denied };
-            res = await fetch(current, { redirect: 'manual', signal, headers: { 'user-agent': 'orch-web-fetch/1', accept: 'text/html,text/plain,application/json,*/*' } });
-            const location = res.headers.get('location');
-            if (!follow || res.status < 300 || res.status >= 400 || !location) break;
-            await res.body?.cancel().catch(() => undefined);
-            if (hop >= MAX_REDIRECTS) return fail('TooManyRedirects', `${url} redirected more than ${MAX_REDIRECTS} times`);
-            current = new URL(location, current).toString();
-          }
-        } catch (err) {
-          if (signal.aborted && !ctx.signal?.aborted) return fail('Timeout', `${current} did not answer within ${timeoutSecs} s`);
-          const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-          return fail('NetworkError', `fetching ${current} failed: ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+          return await fetchPage(ctx, args, url, follow, timeoutSecs, timer.signal);
+        } finally {
+          timer.dispose();
         }
-        if (res.status >= 400) {
-          await res.body?.cancel().catch(() => undefined);
-          return fail('HttpError', `${current} answered HTTP ${res.status} ${res.statusText}`.trim());
-        }
-        let body: { text: string; truncated: boolean };
-        try {
-          body = await readCapped(res);
-        } catch (err) {
-          if (signal.aborted) return fail('Timeout', `${current} did not send its body within ${timeoutSecs} s`);
-          return fail('NetworkError', `reading ${current} failed: ${(err as Error).message}`);
-        }
-        const type = res.headers.get('content-type') ?? '';
-        const html = /text\/html|application\/xhtml/i.test(type);
-        const text = html && bool(args.to_markdown, true) ? htmlToMarkdown(body.text) : body.text;
-        return ok(body.truncated ? `${text}\n… (truncated at ${MAX_BODY_BYTES} bytes)` : text);
       },
     },
     {
