@@ -17,7 +17,7 @@ async function ip(...args: string[]): Promise<string> {
 }
 
 /**
- * Undefined when network namespaces and veth pairs can be made here, else why not. Synchronous, because a test file
+ * Undefined when network namespaces, veth pairs and bridges can be made here, else why not. Synchronous, because a test file
  * declares its tests synchronously and which test it declares depends on the answer.
  */
 export function probeNetns(): string | undefined {
@@ -36,9 +36,11 @@ export function probeNetns(): string | undefined {
   try {
     ipSync('link', 'add', veth, 'type', 'veth', 'peer', 'name', `${veth}n`, 'netns', ns);
     ipSync('link', 'del', veth);
+    ipSync('link', 'add', `${veth}b`, 'type', 'bridge');
+    ipSync('link', 'del', `${veth}b`);
     return undefined;
   } catch (err) {
-    return `a veth pair cannot be made: ${why(err)}`;
+    return `a veth pair or a bridge cannot be made: ${why(err)}`;
   } finally {
     try {
       ipSync('netns', 'del', ns);

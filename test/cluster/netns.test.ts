@@ -176,6 +176,7 @@ if (unavailable && process.env.CI === 'true') {
     const workerHttp = `${cutNode.address}:${new URL(cutWorker.banner.http).port}`;
     t.true(await connects(workerHttp, 10_000), 'the worker answers before the cut');
     await lab.cut(cutNode);
+    const cutAt = Date.now();
     t.false(await connects(workerHttp, 3000), 'the worker does not answer during the cut');
     await eventually(async () => ((await statusOf(cutId)) === 'UNHEALTHY' ? true : undefined), 30_000, `${cutId} UNHEALTHY${diag()}`);
     t.is(await statusOf(keptId), 'ACTIVE', 'the other worker stays ACTIVE');
@@ -186,7 +187,9 @@ if (unavailable && process.env.CI === 'true') {
 
     // The link returns: the same process (never exited, same pid) heartbeats again and is ACTIVE.
     await lab.restore(cutNode);
+    const restoredAt = Date.now();
     await eventually(async () => ((await statusOf(cutId)) === 'ACTIVE' ? true : undefined), 60_000, `${cutId} ACTIVE again${diag()}`);
+    t.log(`cut for ${restoredAt - cutAt} ms; ACTIVE again ${Date.now() - restoredAt} ms after the link returned`);
     t.is(cutWorker.child.pid, pid);
     t.is(cutWorker.child.exitCode, null, 'the worker never exited');
     t.is(cutWorker.child.signalCode, null);
