@@ -17,8 +17,8 @@ async function ip(...args: string[]): Promise<string> {
 }
 
 /**
- * Undefined when network namespaces, veth pairs and bridges can be made here, else why not. Synchronous, because a test file
- * declares its tests synchronously and which test it declares depends on the answer.
+ * Undefined when network namespaces, veth pairs and bridges can be made here, else why not. Synchronous, because a
+ * test file declares its tests synchronously and which test it declares depends on the answer.
  */
 export function probeNetns(): string | undefined {
   const tag = randomBytes(3).toString('hex');
