@@ -22,7 +22,7 @@ let ready: Promise<string | null> | undefined;
 /** null when the engine answers and the image exists; else the reason (the test then fails with it). */
 function engineProblem(): Promise<string | null> {
   ready ??= (async () => {
-    if (!(await dockerAvailable(dockerHost, 5000))) {
+    if (!(await dockerAvailable(dockerHost, 30_000))) {
       return `no Docker-API engine answers at DOCKER_HOST=${dockerHost}; run scripts/setup-podman.sh (as root) first`;
     }
     try {
@@ -200,16 +200,37 @@ test('labels, memory and cpu limits are applied', async (t) => {
   t.is(info.Config.WorkingDir, '/workspace');
 });
 
-// The bound proves stop kills at once instead of waiting for the engine's 10 s stop grace; 2 s flaked when the
-// machine's two cores ran the whole suite beside other work, so it is held at half the grace.
-test('stop of a sleeping container ends well inside the 10 s stop grace and removes it; stop is idempotent', async (t) => {
-  const h = await rt.start(spec({ command: ['sleep', '60'] }));
+/** When the engine recorded the container's death (its `die` event), in ms since the epoch. */
+async function diedAt(id: string, sinceMs: number): Promise<number | undefined> {
+  const stream = await rt.docker.getEvents({
+    since: Math.floor(sinceMs / 1000) - 1,
+    until: Math.ceil(Date.now() / 1000) + 1,
+    filters: JSON.stringify({ container: [id] }),
+  } as never);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream as unknown as AsyncIterable<Buffer>) chunks.push(chunk);
+  for (const line of Buffer.concat(chunks).toString().split('\n')) {
+    if (!line.trim()) continue;
+    const e = JSON.parse(line) as { Action?: string; status?: string; timeNano?: number; time?: number };
+    if ((e.Action ?? e.status) === 'die') return e.timeNano !== undefined ? e.timeNano / 1e6 : (e.time ?? 0) * 1000;
+  }
+  return undefined;
+}
+
+// The bound proves stop kills at once instead of waiting for the engine's 10 s stop grace. It is measured on when the
+// engine recorded the death (the die event), not on how long stop() took: the removal after the kill and this
+// process's own scheduling have taken seconds when the machine's two cores ran the whole suite.
+test('stop of a sleeping container kills it well inside the 10 s stop grace and removes it; stop is idempotent', async (t) => {
+  const h = await rt.start(spec({ command: ['sleep', '600'] }));
   started.push(h.id);
   await new Promise((r) => setTimeout(r, 200));
   const t0 = Date.now();
   await rt.stop(h.id);
-  const elapsed = Date.now() - t0;
-  t.true(elapsed < 5000, `stop took ${elapsed} ms`);
+  const died = await diedAt(h.id, t0);
+  t.truthy(died, 'the engine recorded the death');
+  const ms = (died ?? Infinity) - t0;
+  t.log(`killed ${Math.round(ms)} ms after stop() was called; stop() returned after ${Date.now() - t0} ms`);
+  t.true(ms < 5000, `killed ${ms} ms after stop() was called`);
   t.is(await h.exited, 137);
   const err = await t.throwsAsync(rt.inspect(h.id));
   t.is((err as { statusCode?: number }).statusCode, 404);
