@@ -1,22 +1,26 @@
 // Heartbeats absorbed by one controller (issue 7): a real `orch up --role controller` process on PostgreSQL (and
-// Redis for the envelope replay record, as a cluster deployment has it), N simulated workers in this process — each
-// with its own Ed25519 key, its own attested token and its own gRPC channel — heartbeating every second with random
-// phases. Measured over the window: heartbeats answered per second, their latency, and the controller process's CPU
-// time (utime + stime from /proc/<pid>/stat) as a percentage of one core; an idle controller's CPU is measured
-// first as the baseline. Signing is the workers' cost and happens here, not in the controller.
-// Run: `npm run bench -- cluster-heartbeats [--workers 1000] [--seconds 20] [--runs 3]`.
-import { readFile } from 'node:fs/promises';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+// Redis for the envelope replay record, as a cluster deployment has it), N simulated workers spread over several
+// load processes (bench/heartbeat-load.ts) — each worker with its own Ed25519 key, its own attested token and its own
+// gRPC connection — heartbeating every second, open-loop (on schedule whether or not the last answer came), so the
+// controller is offered the full N heartbeats/s. Measured over the window: heartbeats answered per second, their
+// latency, and the controller process's CPU time (utime + stime from /proc/<pid>/stat) as a percentage of one core,
+// and per heartbeat; an idle controller's CPU is measured first as the baseline. Signing is the workers' cost and
+// happens in the load processes, not in the controller.
+// Then mass recovery: every member is marked UNHEALTHY in the database at once (as after a partition), and the time
+// until the controller has brought all of them back from their next heartbeats is measured.
+// Run: `npm run bench -- cluster-heartbeats [--workers 1000] [--seconds 20] [--runs 3] [--procs 2]`.
+// With ORCH_BENCH_CPU_PROF=<dir> the controller runs under `node --cpu-prof` and writes its profile there.
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { NodeClusterClient } from '../src/cluster/client.ts';
-import { generateNodeKey, type NodeKey } from '../src/cluster/node-key.ts';
-import { NodePeerStatus, NodeRole } from '../src/gen/orch/cluster/v1/cluster.js';
-import { startOrchNode } from '../test/support/node-process.ts';
+import { silentLogger } from '../src/logging/logger.ts';
+import { openDb } from '../src/storage/open.ts';
+import { eventually, startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { redisUrl } from '../test/support/redis.ts';
 import { percentile } from './stats.ts';
-
 export interface HeartbeatFigures {
   workers: number;
   seconds: number;
@@ -26,9 +30,17 @@ export interface HeartbeatFigures {
   p99Ms: number;
   controllerCpuPercent: number;
   idleCpuPercent: number;
-  /** CPU of this process (the simulated workers) over the window, % of one core: when near 100 the load is capped here. */
+  /** CPU of the load processes (the simulated workers) over the window, % of one core each (the highest). */
   workersCpuPercent: number;
   joinSeconds: number;
+  /** Heartbeats sent per second over the window (the offered load). */
+  offeredPerSecond: number;
+  /** Controller CPU per answered heartbeat, ms (idle baseline subtracted). */
+  cpuMsPerHeartbeat: number;
+  /** Mass recovery: members marked UNHEALTHY at once, seconds until all were back, and so members/s. */
+  recovered: number;
+  recoverySeconds: number;
+  loadAverage: number;
 }
 
 const CLK_TCK = 100;
@@ -40,29 +52,64 @@ async function cpuSeconds(pid: number): Promise<number> {
   return (Number(f[11]) + Number(f[12])) / CLK_TCK;
 }
 
-interface SimWorker {
-  key: NodeKey;
-  client: NodeClusterClient;
-  token: string;
-  peerId: string;
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+interface LoadReport {
+  type: 'report';
+  sent: number;
+  ok: number;
+  errors: number;
+  latencies: number[];
+  cpu: NodeJS.CpuUsage;
 }
 
-async function inBatches<T>(n: number, batch: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = [];
-  for (let i = 0; i < n; i += batch) out.push(...(await Promise.all(Array.from({ length: Math.min(batch, n - i) }, (_, j) => fn(i + j)))));
-  return out;
+function nextMessage<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { type: string; error?: string }): void => {
+      if (m.type === 'error') {
+        cleanup();
+        reject(new Error(`load process: ${m.error}`));
+      } else if (m.type === type) {
+        cleanup();
+        resolve(m as T);
+      }
+    };
+    const onExit = (code: number | null): void => {
+      cleanup();
+      reject(new Error(`load process exited (${code}) before '${type}'`));
+    };
+    const cleanup = (): void => {
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+    };
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
 }
 
-export async function benchClusterHeartbeats(workers: number, seconds: number, o: { redis?: boolean; log?: (l: string) => void } = {}): Promise<HeartbeatFigures> {
+export async function benchClusterHeartbeats(
+  workers: number,
+  seconds: number,
+  o: { redis?: boolean; procs?: number; log?: (l: string) => void } = {},
+): Promise<HeartbeatFigures> {
   const log = o.log ?? (() => undefined);
+  const procs = Math.max(1, Math.min(o.procs ?? 2, workers));
   const database = await createTestDatabase();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-hb-'));
   const cfg = path.join(dir, 'ctl.yaml');
   // A long deadline: a simulated worker that is late under load must not flap to UNHEALTHY mid-measurement.
   await writeFile(cfg, 'apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: bench-ctl }\nspec:\n  node: { id: bench-ctl, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 10 }\n');
-  const controller = await startOrchNode({ DATABASE_URL: database.url, REDIS_URL: o.redis === false ? undefined : redisUrl(), ORCH_CONFIG: cfg, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_LOG_LEVEL: 'warn' });
+  const profDir = process.env.ORCH_BENCH_CPU_PROF;
+  const controller = await startOrchNode(
+    { DATABASE_URL: database.url, REDIS_URL: o.redis === false ? undefined : redisUrl(), ORCH_CONFIG: cfg, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_LOG_LEVEL: 'warn' },
+    [],
+    90_000,
+    // --cpu-prof is refused in NODE_OPTIONS: a shell that execs node with it (the pid stays the node's).
+    profDir ? ['sh', '-c', `exec "$0" --cpu-prof --cpu-prof-dir=${profDir} "$@"`] : [],
+  );
   const pid = controller.child.pid!;
-  const sims: SimWorker[] = [];
+  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
+  const children: ChildProcess[] = [];
   try {
     const address = controller.banner.cluster!;
     // Idle baseline: the controller with no members.
@@ -70,82 +117,80 @@ export async function benchClusterHeartbeats(workers: number, seconds: number, o
     const idle0 = await cpuSeconds(pid);
     const idleT0 = Date.now();
     await new Promise((r) => setTimeout(r, 5000));
-    const idleCpuPercent = ((await cpuSeconds(pid)) - idle0) / ((Date.now() - idleT0) / 1000) * 100;
+    const idleCpuPercent = (((await cpuSeconds(pid)) - idle0) / ((Date.now() - idleT0) / 1000)) * 100;
 
-    // Each simulated worker heartbeats from the moment it is registered, as a real one does (a member left silent
-    // through a long join would turn UNHEALTHY and measure the recovery path instead).
-    let measuring = false;
-    let ok = 0;
-    let errors = 0;
-    const latencies: number[] = [];
-    let running = true;
-    const loops: Promise<void>[] = [];
-    const beatLoop = async (w: SimWorker, i: number): Promise<void> => {
-      let next = Date.now();
-      while (running) {
-        const started = performance.now();
-        try {
-          await w.client.heartbeat({ peer_id: w.peerId, active_execution_count: i % 3, cpu_utilization_percent: 10, memory_utilization_percent: 20, status: NodePeerStatus.ACTIVE }, { token: w.token, key: w.key });
-          if (measuring) {
-            ok++;
-            latencies.push(performance.now() - started);
-          }
-        } catch {
-          if (measuring) errors++;
-        }
-        next += 1000;
-        const wait = next - Date.now();
-        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-        else next = Date.now();
-      }
-    };
     const joinStart = Date.now();
-    sims.push(
-      ...(await inBatches(workers, 50, async (i) => {
-        const key = generateNodeKey();
-        const client = new NodeClusterClient(address, 60_000);
-        const nodeId = `sim-${i}`;
-        const a = await client.attest({ node_id: nodeId, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
-        const c = await client.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
-        const creds = { token: c.node_security_token, key };
-        const r = await client.register({ capabilities: { gpu_count: 0, vram_gb: 0, cpu_cores: 2, available_memory_gb: 4, supported_runtimes: ['process'], tags: [] }, grpc_address: '127.0.0.1:1' }, creds);
-        const w = { key, client, token: c.node_security_token, peerId: r.peer_id };
-        loops.push(beatLoop(w, i));
-        return w;
-      })),
-    );
+    const per = Math.ceil(workers / procs);
+    const joined: Promise<unknown>[] = [];
+    for (let p = 0; p < procs; p++) {
+      const count = Math.min(per, workers - p * per);
+      if (count <= 0) break;
+      const child = fork(path.join(HERE, 'heartbeat-load.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+      children.push(child);
+      joined.push(nextMessage(child, 'joined'));
+      child.send({ address, from: p * per, count, periodMs: 1000 });
+    }
+    await Promise.all(joined);
     const joinSeconds = (Date.now() - joinStart) / 1000;
-    log(`${workers} workers attested and registered in ${joinSeconds.toFixed(1)} s`);
+    log(`${workers} workers attested and registered in ${joinSeconds.toFixed(1)} s by ${children.length} load processes`);
 
     // Warm up, then measure.
     await new Promise((r) => setTimeout(r, 5000));
     const cpu0 = await cpuSeconds(pid);
-    const self0 = process.cpuUsage();
     const t0 = Date.now();
-    measuring = true;
+    for (const c of children) c.send({ type: 'measure' });
     await new Promise((r) => setTimeout(r, seconds * 1000));
-    measuring = false;
+    const reports = await Promise.all(
+      children.map((c) => {
+        const r = nextMessage<LoadReport>(c, 'report');
+        c.send({ type: 'report' });
+        return r;
+      }),
+    );
     const elapsed = (Date.now() - t0) / 1000;
     const cpu = (await cpuSeconds(pid)) - cpu0;
-    const self = process.cpuUsage(self0);
-    running = false;
-    await Promise.all(loops);
-    latencies.sort((a, b) => a - b);
+    const loadAverage = os.loadavg()[0]!;
+    const ok = reports.reduce((a, r) => a + r.ok, 0);
+    const latencies = reports.flatMap((r) => r.latencies).sort((a, b) => a - b);
+    const workerCpu = Math.max(...reports.map((r) => (r.cpu.user + r.cpu.system) / 1e6));
+
+    // Mass recovery: all members UNHEALTHY at once; their next heartbeats (within a period) bring them back.
+    const marked = await db.query(`UPDATE cluster_nodes SET status = 'UNHEALTHY', updated_at = now() WHERE node_id LIKE 'sim-%' AND status = 'ACTIVE'`);
+    const r0 = Date.now();
+    await eventually(async () => {
+      const res = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM cluster_nodes WHERE node_id LIKE 'sim-%' AND status = 'UNHEALTHY'`);
+      return res.rows[0]!.n === 0 ? true : undefined;
+    }, 300_000, 'every member back from UNHEALTHY');
+    const recoverySeconds = (Date.now() - r0) / 1000;
+    log(`mass recovery: ${marked.rowCount} members UNHEALTHY at once, all back after ${recoverySeconds.toFixed(2)} s`);
+
+    const busyCpu = Math.max(0, cpu / elapsed - idleCpuPercent / 100);
     return {
       workers,
       seconds: elapsed,
       heartbeatsPerSecond: ok / elapsed,
-      errors,
+      offeredPerSecond: reports.reduce((a, r) => a + r.sent, 0) / elapsed,
+      errors: reports.reduce((a, r) => a + r.errors, 0),
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       controllerCpuPercent: (cpu / elapsed) * 100,
       idleCpuPercent,
-      workersCpuPercent: ((self.user + self.system) / 1e6 / elapsed) * 100,
+      cpuMsPerHeartbeat: ok > 0 ? (busyCpu * 1000) / (ok / elapsed) : NaN,
+      workersCpuPercent: (workerCpu / ((Date.now() - joinStart) / 1000)) * 100,
       joinSeconds,
+      recovered: marked.rowCount ?? 0,
+      recoverySeconds,
+      loadAverage,
     };
   } finally {
-    for (const s of sims) s.client.close();
-    await controller.kill('SIGKILL');
+    for (const c of children) {
+      if (c.connected) c.send({ type: 'stop' });
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    for (const c of children) c.kill('SIGKILL');
+    // Under --cpu-prof the profile is written at a graceful exit.
+    await controller.kill(profDir ? 'SIGTERM' : 'SIGKILL');
+    await db.close();
     await database.drop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   }

@@ -252,13 +252,16 @@ if (what === 'cluster-heartbeats' || what === 'all') {
   // Issue 7: heartbeats/s one controller process absorbs from N simulated workers at a 1 s period, and its CPU.
   const workers = arg('workers', 1000);
   const runs = [];
-  for (let i = 0; i < RUNS; i++) runs.push(await benchClusterHeartbeats(workers, Math.max(SECONDS, 10), { log: (l) => process.stdout.write(`${l}\n`) }));
+  for (let i = 0; i < RUNS; i++) runs.push(await benchClusterHeartbeats(workers, Math.max(SECONDS, 10), { procs: arg('procs', 2), log: (l) => process.stdout.write(`${l}\n`) }));
   for (const r of runs) {
     process.stdout.write(
-      `  run: ${Math.round(r.heartbeatsPerSecond)} heartbeats/s, controller CPU ${r.controllerCpuPercent.toFixed(1)}% of one core (idle ${r.idleCpuPercent.toFixed(1)}%), ` +
-        `p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, errors ${r.errors}, join ${r.joinSeconds.toFixed(1)} s, simulated workers' CPU ${r.workersCpuPercent.toFixed(0)}%\n`,
+      `  run: offered ${Math.round(r.offeredPerSecond)}/s, answered ${Math.round(r.heartbeatsPerSecond)} heartbeats/s, controller CPU ${r.controllerCpuPercent.toFixed(1)}% of one core (idle ${r.idleCpuPercent.toFixed(1)}%) = ` +
+        `${r.cpuMsPerHeartbeat.toFixed(3)} ms per heartbeat, p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, errors ${r.errors}, join ${r.joinSeconds.toFixed(1)} s, ` +
+        `load processes' CPU ${r.workersCpuPercent.toFixed(0)}% (busiest), mass recovery ${r.recovered} members in ${r.recoverySeconds.toFixed(2)} s, load average ${r.loadAverage.toFixed(1)}\n`,
     );
   }
   report(`Heartbeats absorbed, ${workers} workers at 1 s`, runs.map((r) => r.heartbeatsPerSecond), 'heartbeats/s');
   report(`  controller CPU, ${workers} workers at 1 s (% of one core)`, runs.map((r) => r.controllerCpuPercent), '%');
+  report(`  controller CPU per heartbeat (idle subtracted)`, runs.map((r) => r.cpuMsPerHeartbeat * 1000), 'µs');
+  report(`  mass recovery, ${workers} members UNHEALTHY at once`, runs.map((r) => r.recovered / r.recoverySeconds), 'members/s');
 }

@@ -39,11 +39,14 @@ export class NodeClusterClient {
   constructor(
     readonly address: string,
     private readonly timeoutMs = 10_000,
+    /** More channel options, e.g. `grpc.use_local_subchannel_pool` for a connection of its own (the benchmark). */
+    channelOptions: Record<string, string | number> = {},
   ) {
     this.raw = new NodeClusterServiceClient(address, credentials.createInsecure(), {
       // A worker re-dials quickly when the controller comes back (netns cuts, restarts).
       'grpc.initial_reconnect_backoff_ms': 200,
       'grpc.max_reconnect_backoff_ms': 2000,
+      ...channelOptions,
     });
   }
 
