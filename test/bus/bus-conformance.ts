@@ -35,7 +35,7 @@ function collector(): { seqs: number[]; onEvent: (e: BusEvent) => void; until(n:
   return {
     seqs,
     onEvent: (e) => seqs.push(e.seq),
-    async until(n, ms = 10_000) {
+    async until(n, ms = 30_000) {
       const deadline = Date.now() + ms;
       while (seqs.length < n && Date.now() < deadline) await sleep(10);
       await sleep(100);
@@ -74,7 +74,7 @@ export function busConformance(adapter: BusAdapter): void {
     const sub = await f.sub.subscribe(stream, (e) => got.push(e));
     t.teardown(() => sub.close());
     const sent = await publishRange(stream, 1, 50);
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     while (got.length < 50 && Date.now() < deadline) await sleep(10);
     t.deepEqual(got, sent);
   });
@@ -209,7 +209,7 @@ export function busConformance(adapter: BusAdapter): void {
     });
     t.teardown(() => sub.close());
     await publishRange(stream, 1, 4);
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     while (seen.length < 4 && Date.now() < deadline) await sleep(10);
     t.deepEqual(seen, [1, 2, 3, 4]);
   });

@@ -4,6 +4,7 @@
 import test from 'ava';
 import { recoverAll } from '../../src/actors/recovery.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
+import { eventually } from '../support/node-process.ts';
 import { manifest, startEngine, TENANT } from './engine-harness.ts';
 
 const SLOW = manifest(
@@ -28,7 +29,7 @@ test('a cancel asked on another node reaches the owner through the row', async (
   await a.waitFor(id, 'running');
   await new Promise((r) => setTimeout(r, 300));
   t.like(await b.cap.runs.cancel(TENANT, id), { cancelled: true });
-  const row = await a.waitFor(id, undefined, 10_000);
+  const row = await a.waitFor(id, undefined, 60_000);
   t.is(row.status, 'cancelled');
   t.is(row.owner_node, 'node-a', 'recorded by the owner');
 });
@@ -38,7 +39,8 @@ async function takeover(t: import('ava').ExecutionContext, via: 'sweep' | 'recov
   const b = await startEngine(t, { nodeId: 'node-b', leaseMs: 60_000, db: { url: a.url! } });
   await a.deploy(SLOW);
   const log = `/tmp/orch-lease-${Date.now()}.log`;
-  const id = await a.run('slowpoke', { input: { s: 2, log } });
+  // The nap runs long enough that node-a is still in it when its claim is expired below, even on a loaded machine.
+  const id = await a.run('slowpoke', { input: { s: 6, log } });
   await a.waitFor(id, 'running');
   await new Promise((r) => setTimeout(r, 300));
   // node-a stops renewing (as if partitioned): its claim expires, node-b's recovery claims the run.
@@ -50,7 +52,7 @@ async function takeover(t: import('ava').ExecutionContext, via: 'sweep' | 'recov
     // The sweep of a running node takes the run over without any restart.
     t.teardown(b.cap.startSweeper(200));
   }
-  const row = await b.waitFor(id, undefined, 20_000);
+  const row = await b.waitFor(id, undefined, 60_000);
   t.is(row.status, 'completed', row.error ?? '');
   t.is(row.owner_node, 'node-b');
   t.is(row.epoch, 1);
@@ -61,7 +63,8 @@ async function takeover(t: import('ava').ExecutionContext, via: 'sweep' | 'recov
   t.deepEqual(entered.rows, [{ state_name: 'after', n: 1 }, { state_name: 'nap', n: 1 }]);
   const completed = await b.db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM workflow_events WHERE execution_id = $1 AND type = 'WorkflowStateCompleted'`, [id]);
   t.is(completed.rows[0]!.n, 2, 'the fenced-off first run of "nap" wrote nothing');
-  await new Promise((r) => setTimeout(r, 2500));
+  // The old owner stops once its nap ends and its fenced write is refused (a condition, not a guessed delay).
+  await eventually(async () => (!a.actors.isLive('workflow', id) ? true : undefined), 60_000, 'the old owner to stop').catch(() => undefined);
   t.false(a.actors.isLive('workflow', id), 'the old owner stopped');
 }
 
