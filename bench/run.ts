@@ -23,6 +23,7 @@ import { benchRouteDecisions, benchWorkerLoss } from './routing.ts';
 import { benchWorkerResume } from './worker-resume.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
 import { loadNodeConfig } from '../src/config/load.ts';
+import { median } from './stats.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -32,12 +33,6 @@ function arg(name: string, fallback: number): number {
 
 const SECONDS = arg('seconds', 10);
 const RUNS = arg('runs', 3);
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] ?? 0) : ((s[m - 1] ?? 0) + (s[m] ?? 0)) / 2;
-}
 
 function report(name: string, samples: number[], unit: string): void {
   const line = `${name.padEnd(52)} median ${Math.round(median(samples)).toString().padStart(7)} ${unit}   runs: ${samples.map((x) => Math.round(x)).join(', ')}`;
