@@ -72,7 +72,7 @@ spec:
   }
   if (all(body).includes('MARK_CODER')) {
     const text = all(body);
-    const program = text.includes('SLEEPY') ? 'import time\ntime.sleep(120)\n' : text.includes('FAILME') ? 'import sys\nprint("boom", file=sys.stderr)\nsys.exit(3)\n' : /Multiply/.test(text) ? 'print(6 * 7)\n' : 'print(sum([1, 2, 3]))\n';
+    const program = text.includes('SLEEPY') ? 'import time\ntime.sleep(600)\n' : text.includes('FAILME') ? 'import sys\nprint("boom", file=sys.stderr)\nsys.exit(3)\n' : /Multiply/.test(text) ? 'print(6 * 7)\n' : 'print(sum([1, 2, 3]))\n';
     const results = toolResultsSinceLastUser(body);
     if (results.length === 0) return { tool_calls: [{ name: 'fs_write', arguments: { path: '/workspace/main.py', content: program } }] };
     if (results.length === 1) return { tool_calls: [{ name: 'cmd_run', arguments: { command: 'python3', args: ['/workspace/main.py'] } }] };
@@ -178,7 +178,7 @@ test.serial('timeout_seconds cancels a pipeline whose program runs too long', as
   t.like(st.result, { status: 'cancelled', failed_at_state: 'execute' });
   // The agent execution (and its sandbox) went with it.
   let exec: string | undefined;
-  for (let i = 0; i < 60 && exec !== 'cancelled'; i++) {
+  for (let i = 0; i < 120 && exec !== 'cancelled'; i++) {
     exec = (await node.db.query<{ status: string }>('SELECT status FROM executions WHERE workflow_execution_id = $1', [slow.result!.pipeline_execution_id])).rows[0]?.status;
     if (exec !== 'cancelled') await new Promise((r) => setTimeout(r, 500));
   }
