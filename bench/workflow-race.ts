@@ -266,13 +266,16 @@ export async function benchWorkflowRace(runs: number, workflows: number, out: (l
     version = rs.version;
     restateRuns.push(rs.figures);
     orchRuns.push(await raceOrch(workflows, concurrencies));
+    // The 1-minute load average after the run: the machine is shared, and both engines slow down when it is loaded.
+    const load = os.loadavg()[0] ?? 0;
     for (const [i, c] of concurrencies.entries()) {
       const a = orchRuns[r]?.[i];
       const b = restateRuns[r]?.[i];
       if (a && b) {
         out(`run ${r + 1} c=${c}: orch ${a.stepsPerSecond.toFixed(0)} steps/s p50 ${a.p50Ms.toFixed(1)} p99 ${a.p99Ms.toFixed(1)} ms ` +
           `(${a.stepsPerCommit.toFixed(1)} steps/commit, ${a.cpuMsPerWorkflow.toFixed(2)} cpu ms/workflow) | ` +
-          `restate ${b.stepsPerSecond.toFixed(0)} steps/s p50 ${b.p50Ms.toFixed(1)} p99 ${b.p99Ms.toFixed(1)} ms`);
+          `restate ${b.stepsPerSecond.toFixed(0)} steps/s p50 ${b.p50Ms.toFixed(1)} p99 ${b.p99Ms.toFixed(1)} ms | ` +
+          `ratio ${(a.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x, load ${load.toFixed(1)}`);
       }
     }
   }
