@@ -124,13 +124,13 @@ test('one-shot: one iteration; json_schema validation; list, detail, remove; Exe
 });
 
 test('timeouts: iteration_timeout kills a stuck command, llm_timeout_seconds a slow model, then the loop refines on', async (t) => {
-  // Generous limits (8 s, 4 s) and a far slower model (10 s): with a 1 s model timeout a loaded CI machine made an
-  // ordinary answer time out too.
+  // Generous limits (20 s, 10 s), a far longer command (300 s) and a far slower model (60 s): with a 1 s model timeout
+  // a loaded CI machine made an ordinary answer time out too, and 4 s left little margin under a loaded suite.
   const llm = await startScriptedLlm(async (body) => {
     const users = body.messages.filter((m) => m.role === 'user').length;
     const toolsDone = body.messages.slice(body.messages.map((m) => m.role).lastIndexOf('user') + 1).filter((m) => m.role === 'tool').length;
-    if (users === 1 && toolsDone === 0) return { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['30'] } }] };
-    if (users === 2) await new Promise((r) => setTimeout(r, 10_000)); // much slower than llm_timeout_seconds
+    if (users === 1 && toolsDone === 0) return { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['300'] } }] };
+    if (users === 2) await new Promise((r) => setTimeout(r, 60_000)); // much slower than llm_timeout_seconds
     return { content: 'done' };
   });
   t.teardown(() => llm.close());
@@ -142,7 +142,7 @@ metadata: { name: slowpoke, version: 1.0.0 }
 spec:
   runtime: { language: node, version: "20", model: default }
   task: { instruction: Sleep. }
-  execution: { mode: iterative, max_iterations: 3, iteration_timeout: 8, llm_timeout_seconds: 4 }
+  execution: { mode: iterative, max_iterations: 3, iteration_timeout: 20, llm_timeout_seconds: 10 }
   tools: [ { name: cmd.run, config: { subcommand_allowlist: { sleep: [] } } } ]
 `,
   });
