@@ -37,13 +37,14 @@ test('the dashboard follows an execution and a workflow live, and approves', asy
   await mkdir(OUT, { recursive: true });
   const db = await createTestDatabase();
   defer(() => db.drop());
-  // The model gets it right on the third iteration; slow enough that the page sees each step.
+  // The model gets it right on the third iteration; slow enough (3 s a call) that the page sees each step even when
+  // a loaded machine renders late.
   const llm = await startScriptedLlm(
     (body) => {
       const users = body.messages.filter((m) => m.role === 'user').length;
       return { content: users >= 3 ? '{"answer": "done"}' : 'thinking, not JSON yet', usage: { prompt_tokens: 11, completion_tokens: 7 } };
     },
-    { delayMs: 700 },
+    { delayMs: 3000 },
   );
   defer(() => llm.close());
   const n = await startTestNode(defer, { databaseUrl: db.url, llmUrl: llm.url });
@@ -56,22 +57,22 @@ test('the dashboard follows an execution and a workflow live, and approves', asy
   const pageErrors: string[] = [];
   page.on('pageerror', (err) => pageErrors.push(String(err)));
   await page.goto(`${n.http}/ui#token=${encodeURIComponent(token)}`);
-  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor({ timeout: 20_000 });
+  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor({ timeout: 60_000 });
   t.false(page.url().includes('token='), 'the token leaves the address bar');
-  await page.getByTestId(`node-${n.node.config.node.id}`).waitFor({ timeout: 20_000 });
+  await page.getByTestId(`node-${n.node.config.node.id}`).waitFor({ timeout: 60_000 });
 
   // An execution started through the API appears and advances through its iterations, with no reload.
   const dep = await n.api<{ agent_id: string }>('POST', '/v1/agents', { manifest_yaml: AGENT }, token);
   t.is(dep.status, 201, JSON.stringify(dep.body));
   const ex = await n.api<{ execution_id: string }>('POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'build it' }, token);
   const row = page.getByTestId(`exec-${ex.body.execution_id}`);
-  await row.waitFor({ timeout: 20_000 });
+  await row.waitFor({ timeout: 60_000 });
   await row.click();
-  await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-status="running"]`).waitFor({ timeout: 20_000 });
-  await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-iteration="2"]`).waitFor({ timeout: 30_000 });
-  await page.getByTestId('event-stream').locator('[data-type="refinement_applied"]').first().waitFor({ timeout: 20_000 });
+  await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-status="running"]`).waitFor({ timeout: 60_000 });
+  await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-iteration="2"]`).waitFor({ timeout: 60_000 });
+  await page.getByTestId('event-stream').locator('[data-type="refinement_applied"]').first().waitFor({ timeout: 60_000 });
   await page.screenshot({ path: path.join(OUT, '1-execution-running.png') });
-  await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-status="completed"]`).waitFor({ timeout: 30_000 });
+  await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-status="completed"]`).waitFor({ timeout: 60_000 });
   t.is(await page.getByTestId('detail-iteration').textContent(), '3');
   await page.getByTestId('event-stream').locator('[data-type="execution_completed"]').waitFor();
   const types = await page.getByTestId('event-stream').locator('.event').evaluateAll((els) => els.map((e) => e.getAttribute('data-type')));
@@ -84,19 +85,19 @@ test('the dashboard follows an execution and a workflow live, and approves', asy
   const run = await n.api<{ execution_id: string }>('POST', '/v1/workflows/release/run', { input: {} }, token);
   t.is(run.status, 201, JSON.stringify(run.body));
   const wf = run.body.execution_id;
-  await page.locator(`[data-testid="wf-${wf}"][data-status="waiting_for_human_input"]`).waitFor({ timeout: 20_000 });
+  await page.locator(`[data-testid="wf-${wf}"][data-status="waiting_for_human_input"]`).waitFor({ timeout: 60_000 });
   await page.getByTestId(`wf-${wf}`).click();
-  await page.locator('[data-testid="graph-state-gate"][data-current="true"]').waitFor({ timeout: 10_000 });
+  await page.locator('[data-testid="graph-state-gate"][data-current="true"]').waitFor({ timeout: 60_000 });
   const approval = page.locator(`[data-execution="${wf}"]`);
-  await approval.waitFor({ timeout: 20_000 });
+  await approval.waitFor({ timeout: 60_000 });
   t.is(await approval.locator('.prompt').textContent(), 'Ship it?');
   await page.screenshot({ path: path.join(OUT, '3-workflow-waiting.png') });
 
   await approval.getByRole('button', { name: 'Approve' }).click();
-  await page.locator(`[data-testid="wf-${wf}"][data-status="completed"]`).waitFor({ timeout: 20_000 });
-  await page.locator('[data-testid="graph-state-ship"][data-current="true"]').waitFor({ timeout: 10_000 });
-  await approval.waitFor({ state: 'detached', timeout: 10_000 });
-  await page.getByTestId('event-stream').locator('[data-type="WorkflowExecutionCompleted"]').waitFor({ timeout: 10_000 });
+  await page.locator(`[data-testid="wf-${wf}"][data-status="completed"]`).waitFor({ timeout: 60_000 });
+  await page.locator('[data-testid="graph-state-ship"][data-current="true"]').waitFor({ timeout: 60_000 });
+  await approval.waitFor({ state: 'detached', timeout: 60_000 });
+  await page.getByTestId('event-stream').locator('[data-type="WorkflowExecutionCompleted"]').waitFor({ timeout: 60_000 });
   const detail = await n.api<{ status: string; blackboard: Record<string, unknown> }>('GET', `/v1/workflows/executions/${wf}`, undefined, token);
   t.like(detail.body, { status: 'completed', blackboard: { shipped: true } });
   await page.screenshot({ path: path.join(OUT, '4-workflow-approved.png') });
@@ -111,8 +112,8 @@ test('the dashboard follows an execution and a workflow live, and approves', asy
     [tenant, dep.body.agent_id],
   );
   await page.reload();
-  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor({ timeout: 20_000 });
-  await page.locator('[data-testid="executions"][data-count="1000"]').waitFor({ timeout: 20_000 });
+  await page.getByTestId('connection').filter({ hasText: 'live' }).waitFor({ timeout: 60_000 });
+  await page.locator('[data-testid="executions"][data-count="1000"]').waitFor({ timeout: 60_000 });
   // A string: the test is typechecked without the DOM library.
   const layout = (await page.evaluate(`({
     rows: document.querySelectorAll('[data-testid="executions"] .vrow').length,
@@ -124,7 +125,7 @@ test('the dashboard follows an execution and a workflow live, and approves', asy
   t.true(layout.rows > 5 && layout.rows < 80, `rendered rows: ${layout.rows}`);
   t.true(layout.scrollW <= layout.w && layout.scrollH <= layout.h, JSON.stringify(layout));
   await page.getByTestId('executions').evaluate((el) => (el.scrollTop = el.scrollHeight));
-  await page.getByText('bulk-agent-999', { exact: true }).waitFor({ timeout: 5000 });
+  await page.getByText('bulk-agent-999', { exact: true }).waitFor({ timeout: 60_000 });
   await page.screenshot({ path: path.join(OUT, '5-thousand-executions.png') });
   t.deepEqual(pageErrors, []);
 });
