@@ -29,7 +29,8 @@ let client: InstanceType<typeof FuseMountServiceClient>;
 /** Runs a shell command without blocking the event loop (the FUSE callbacks run on it). */
 function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('sh', ['-c', script], { timeout: 30_000 }, (err, stdout, stderr) => {
+    // A generous deadline: writes through FUSE go to PostgreSQL, slow on a loaded CI machine.
+    execFile('sh', ['-c', script], { timeout: 120_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
       resolve({ code, stdout, stderr });
     });
