@@ -21,7 +21,7 @@ let ready: Promise<string | null> | undefined;
 /** null when the engine answers and the image exists; else the reason (the test then fails with it). */
 export function engineProblem(): Promise<string | null> {
   ready ??= (async () => {
-    if (!(await dockerAvailable(dockerHost, 5000))) return `no Docker-API engine at DOCKER_HOST=${dockerHost}; run scripts/setup-podman.sh`;
+    if (!(await dockerAvailable(dockerHost, 30_000))) return `no Docker-API engine at DOCKER_HOST=${dockerHost}; run scripts/setup-podman.sh`;
     try {
       await runtime.docker.getImage(IMAGE).inspect();
     } catch {
