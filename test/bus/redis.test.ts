@@ -49,7 +49,7 @@ test('redis: events travel as JSON on <prefix><stream>', async (t) => {
   await raw.subscribe(`${channelPrefix}s1`);
   const event: BusEvent = { stream: 's1', seq: 1, type: 't', payload: { a: 1 }, at: '2024-01-01T00:00:00.000Z' };
   await bus.publish(event);
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   while (got.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   t.deepEqual(got, [`${channelPrefix}s1 ${JSON.stringify(event)}`]);
 });
@@ -67,7 +67,7 @@ test('redis: messages that are not events are dropped, later events still arrive
   await raw.publish(`${channelPrefix}s`, 'not json');
   await raw.publish(`${channelPrefix}s`, JSON.stringify({ hello: 'world' }));
   await bus.publish({ stream: 's', seq: 1, type: 't', payload: null, at: new Date().toISOString() });
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   while (seen.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   t.deepEqual(seen, [1]);
 });

@@ -32,7 +32,7 @@ export function call<Req, Res>(
   request: Req = emptyRequest(method),
   metadata: Metadata = new Metadata(),
 ): Promise<CallOutcome<Res>> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   return new Promise((resolve) => {
     if (!method.responseStream) {
       client.makeUnaryRequest(

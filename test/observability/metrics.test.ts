@@ -35,7 +35,7 @@ test('/metrics is Prometheus text and its counters move as an execution and a wo
   let delivered = 0;
   const sub = await h.node.bus.subscribe(stream, () => void delivered++);
   await h.node.bus.publish({ stream, seq: 1, type: 'probe', payload: {}, at: new Date().toISOString() });
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   while (delivered === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   await sub.close();
   t.is(delivered, 1);
@@ -75,7 +75,7 @@ test('/metrics is Prometheus text and its counters move as an execution and a wo
   t.is(valueOf((await scrape(h.http)).e, 'orch_ws_subscribers'), 1);
   ws.close();
   await new Promise((r) => ws.once('close', r));
-  const deadline2 = Date.now() + 5000;
+  const deadline2 = Date.now() + 30_000;
   while (valueOf((await scrape(h.http)).e, 'orch_ws_subscribers') !== 0 && Date.now() < deadline2) await new Promise((r) => setTimeout(r, 50));
   t.is(valueOf((await scrape(h.http)).e, 'orch_ws_subscribers'), 0);
 });

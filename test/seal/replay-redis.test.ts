@@ -87,7 +87,7 @@ test.serial('the execution ends (terminal event on the bus) → 403 on both node
   await f.setStatus(x.executionId, 'failed');
   await busA.publish({ stream: executionStream(x.executionId), seq: 1, type: 'execution_failed', payload: { reason: 'cancelled' }, at: new Date().toISOString() });
   // Node B re-reads the database only every 60 s here: only the bus event can tell it.
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + 30_000;
   let b = await call(nodeB);
   while (b.httpStatus === 200 && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 10));

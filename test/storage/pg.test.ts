@@ -92,7 +92,7 @@ for (const isolation of ['serializable', 'read committed'] as const satisfies re
       appended();
       // Commit only once the second append is blocked on this one's key (a fixed sleep missed the race when the
       // machine was loaded and the second transaction started late).
-      const until = Date.now() + 10_000;
+      const until = Date.now() + 30_000;
       while (Date.now() < until) {
         const w = await db.query<{ n: number }>(`SELECT count(*)::INT AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
         if ((w.rows[0]?.n ?? 0) > 0) break;

@@ -50,7 +50,7 @@ test('a running node reaps an expired ephemeral volume on its own and stops the 
   const volDir = path.join(dir, 'volumes', v.id);
   t.true(existsSync(volDir));
   const keep = await node.volumes.create({ tenantId: 'acme', ownerSubject: 'alice', label: 'kept', sizeLimitBytes: 100 });
-  const deadline = Date.now() + 15_000;
+  const deadline = Date.now() + 30_000;
   // The reaper removes the directory, then the row: wait for both (a loaded machine shows the gap).
   const rowLeft = async (): Promise<boolean> => ((await node.db.query('SELECT id FROM volumes WHERE id = $1', [v.id])).rowCount ?? 0) > 0;
   while ((existsSync(volDir) || (await rowLeft())) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));

@@ -362,7 +362,7 @@ test('ephemeral volumes expire: gone for callers at once, removed by the reaper 
   const w = await fx.volumes.create({ tenantId: T, ownerSubject: 'alice', label: 'tmp2', sizeLimitBytes: 1000, storageClass: 'ephemeral', ttlSeconds: 1 });
   const wdir = path.join(fx.dataDir, 'volumes', w.id);
   t.true(existsSync(wdir));
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   while (existsSync(wdir) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   t.false(existsSync(wdir));
   await reaper.stop();
