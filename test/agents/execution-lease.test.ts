@@ -40,7 +40,7 @@ test('an execution whose lease another node took stops its actor and leaves the 
   t.is(stolen.rowCount, 1);
 
   // The next renewal (every lease/3 = 10 s) finds the lease gone; the actor must leave the runtime.
-  const deadline = Date.now() + 25_000;
+  const deadline = Date.now() + 60_000;
   while (node.actors.isLive(EXECUTION_KIND, id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   t.false(node.actors.isLive(EXECUTION_KIND, id), 'the actor stopped after losing its lease');
   const row = await node.db.query<{ owner_node: string; epoch: number; status: string }>('SELECT owner_node, epoch, status FROM executions WHERE id = $1', [id]);
