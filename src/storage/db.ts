@@ -12,9 +12,18 @@ export interface QueryResult<R extends object = Row> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * Run it as a named prepared statement: each connection parses and plans it once, then only binds and executes
+   * (for hot statements of fixed text, e.g. the group-commit writers). One name must always carry the same text.
+   * Adapters without prepared statements (PGlite) ignore it.
+   */
+  prepare?: string;
+}
+
 /** Anything that can run one statement: the Db itself or an open transaction. */
 export interface Queryable {
-  query<R extends object = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  query<R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>>;
 }
 
 export interface Db extends Queryable {

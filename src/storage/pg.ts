@@ -2,7 +2,7 @@
 import pg from 'pg';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
-import type { Db, QueryResult, Queryable, Row } from './db.ts';
+import type { Db, QueryOptions, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgTypes } from './types.ts';
 import { inDbSpan } from '../observability/db.ts';
@@ -27,10 +27,16 @@ function toResult<R extends object>(res: pg.QueryResult): QueryResult<R> {
   return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
 }
 
+/** The statement as pg takes it: named (prepared once per connection) when asked. */
+function statement(sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): pg.QueryConfig {
+  const values = params as unknown[] | undefined;
+  return options?.prepare ? { name: options.prepare, text: sql, values } : { text: sql, values };
+}
+
 function clientQueryable(client: pg.PoolClient): Queryable {
   return {
-    query: async <R extends object = Row>(sql: string, params?: readonly unknown[]) =>
-      toResult<R>(await inDbSpan(sql, () => client.query(sql, params as unknown[] | undefined))),
+    query: async <R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) =>
+      toResult<R>(await inDbSpan(sql, () => client.query(statement(sql, params, options)))),
   };
 }
 
@@ -44,8 +50,8 @@ class PgDb implements Db {
     private readonly retry: RetryOptions | undefined,
   ) {}
 
-  async query<R extends object = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-    return toResult<R>(await inDbSpan(sql, () => this.pool.query(sql, params as unknown[] | undefined)));
+  async query<R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> {
+    return toResult<R>(await inDbSpan(sql, () => this.pool.query(statement(sql, params, options))));
   }
 
   tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {

@@ -63,73 +63,33 @@ function keyOf(w: StartWrite): string | undefined {
   return s?.idempotencyKey === undefined ? undefined : JSON.stringify([w.run.tenantId, s.source, s.idempotencyKey]);
 }
 
-/** The batch as ONE statement: the guards' fingerprints, key claims, stimuli of the won claims, the runs of those
- * (and of starts without a stimulus), their events. Answers, by run id, the inserted runs' server-set columns and the
- * starts refused by their guard (`stale`). */
-export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<Map<string, Inserted>> {
-  const params: unknown[] = [];
-  const p = (v: unknown): string => {
-    params.push(v);
-    return `$${params.length}`;
-  };
-  const stimuli: string[] = [];
-  const runs: string[] = [];
-  const events: string[] = [];
-  for (const w of batch) {
-    const e = w.run;
-    const initial = e.manifest.spec.initial_state;
-    const s = w.stimulus;
-    if (s) {
-      stimuli.push(
-        `(${p(s.id)}::UUID, ${p(e.tenantId)}::TEXT, ${p(s.source)}::TEXT, ${p(s.idempotencyKey ?? null)}::TEXT, ${p(s.content)}::TEXT, ` +
-          `${p(JSON.stringify(s.headers))}::JSONB, ${p(s.routedBy)}::TEXT, ${p(e.workflowName)}::TEXT, ${p(s.confidence ?? null)}::FLOAT8, ` +
-          `${p(e.id)}::UUID, ${p(s.ttlSeconds)}::FLOAT8)`,
-      );
-    }
-    runs.push(
-      `(${p(e.id)}::UUID, ${p(s?.id ?? null)}::UUID, ${p(e.tenantId)}::TEXT, ${p(e.workflowId)}::UUID, ${p(e.workflowName)}::TEXT, ` +
-        `${p(e.workflowVersion)}::TEXT, ${p(manifestJson(e.manifest))}::JSONB, ${p(JSON.stringify(e.input ?? {}))}::JSONB, ` +
-        `${p(e.intent ?? null)}::TEXT, ${p(initial)}::TEXT, ${p(JSON.stringify(e.blackboard))}::JSONB, ${p(JSON.stringify(e.context))}::JSONB, ` +
-        `${p(JSON.stringify({ [initial]: 1 }))}::JSONB, ${p(e.parentExecutionId ?? null)}::UUID, ${p(e.depth)}::INT4, ` +
-        `${p(JSON.stringify(e.ancestry))}::JSONB, ${p(w.events.length)}::INT4, ${p(e.ownerNode)}::TEXT, ${p(e.leaseMs)}::INT4, ` +
-        `${p(w.guard !== undefined)}::BOOLEAN, ${p(w.guard?.viewer ?? null)}::TEXT, ${p(w.guard?.fingerprint ?? null)}::TEXT)`,
-    );
-    w.events.forEach((ev, i) => {
-      events.push(
-        `(${p(e.id)}::UUID, ${p(i + 1)}::INT4, ${p(ev.type)}::TEXT, ${p(ev.key)}::TEXT, ${p(ev.state_name ?? null)}::TEXT, ` +
-          `${p(ev.iteration_number ?? null)}::INT4, ${p(JSON.stringify(ev.payload))}::JSONB)`,
-      );
-    });
-  }
-  const withStimuli = stimuli.length > 0;
-  const guarded = batch.some((w) => w.guard !== undefined);
-  // Guarded starts whose fingerprint changed: every write below skips them (the fingerprint is computed once per
-  // distinct tenant, viewer and name of the batch).
-  const notStale = guarded ? ' NOT IN (SELECT id FROM stale)' : ' IS NOT NULL';
-  const sql = `WITH
-     r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent, initial_state, blackboard,
-       context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms, guarded, viewer, fingerprint) AS (
-       VALUES ${runs.join(', ')}
-     ),${
-       guarded
-         ? `
+// The batch travels as one array per column (unnest, as the step writer's does), so the statement's text is the same
+// whatever the batch size, and it runs as a named prepared statement: each connection parses and plans it once, then
+// only binds and executes (parse and plan were most of PostgreSQL's CPU per statement). Every CTE is always there;
+// empty arrays make it a no-op.
+const START_SQL = `WITH
+     r AS (
+       SELECT * FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[], $4::UUID[], $5::TEXT[], $6::TEXT[], $7::JSONB[], $8::JSONB[], $9::TEXT[],
+         $10::TEXT[], $11::JSONB[], $12::JSONB[], $13::JSONB[], $14::UUID[], $15::INT4[], $16::JSONB[], $17::INT4[], $18::TEXT[],
+         $19::INT4[], $20::BOOLEAN[], $21::TEXT[], $22::TEXT[])
+       AS r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent, initial_state, blackboard,
+         context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms, guarded, viewer, fingerprint)
+     ),
      k AS (SELECT DISTINCT tenant_id, viewer, workflow_name FROM r WHERE r.guarded),
      fp AS (SELECT k.tenant_id, k.viewer, k.workflow_name, ${visibleFingerprintSql('k.tenant_id', 'k.viewer', 'k.workflow_name')} AS current FROM k),
      stale AS (
        SELECT r.id FROM r JOIN fp ON fp.tenant_id = r.tenant_id AND fp.viewer IS NOT DISTINCT FROM r.viewer AND fp.workflow_name = r.workflow_name
        WHERE r.guarded AND fp.current IS DISTINCT FROM r.fingerprint
-     ),`
-         : ''
-     }${
-       withStimuli
-         ? `
-     s(id, tenant_id, source, idempotency_key, content, headers, routed_by, workflow_name, confidence, workflow_execution_id, ttl) AS (
-       VALUES ${stimuli.join(', ')}
+     ),
+     s AS (
+       SELECT * FROM unnest($23::UUID[], $24::TEXT[], $25::TEXT[], $26::TEXT[], $27::TEXT[], $28::JSONB[], $29::TEXT[], $30::TEXT[],
+         $31::FLOAT8[], $32::UUID[], $33::FLOAT8[])
+       AS s(id, tenant_id, source, idempotency_key, content, headers, routed_by, workflow_name, confidence, workflow_execution_id, ttl)
      ),
      claim AS (
        INSERT INTO stimulus_keys (tenant_id, source, idempotency_key, stimulus_id, expires_at)
        SELECT s.tenant_id, s.source, s.idempotency_key, s.id, now() + s.ttl * INTERVAL '1 second' FROM s
-       WHERE s.idempotency_key IS NOT NULL AND s.workflow_execution_id${notStale}
+       WHERE s.idempotency_key IS NOT NULL AND s.workflow_execution_id NOT IN (SELECT id FROM stale)
        ON CONFLICT (tenant_id, source, idempotency_key) DO UPDATE
          SET stimulus_id = EXCLUDED.stimulus_id, expires_at = EXCLUDED.expires_at
          WHERE stimulus_keys.expires_at <= now()
@@ -138,11 +98,9 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
      sins AS (
        INSERT INTO stimuli (id, tenant_id, source, idempotency_key, content, headers, status, routed_by, workflow_name, confidence, workflow_execution_id)
        SELECT s.id, s.tenant_id, s.source, s.idempotency_key, s.content, s.headers, 'routed', s.routed_by, s.workflow_name, s.confidence, s.workflow_execution_id
-       FROM s WHERE (s.idempotency_key IS NULL AND s.workflow_execution_id${notStale}) OR s.id IN (SELECT stimulus_id FROM claim)
+       FROM s WHERE (s.idempotency_key IS NULL AND s.workflow_execution_id NOT IN (SELECT id FROM stale)) OR s.id IN (SELECT stimulus_id FROM claim)
        RETURNING id
-     ),`
-         : ''
-     }
+     ),
      ins AS (
        INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent,
          status, current_state, blackboard, context, visits, total_transitions, parent_execution_id, depth, ancestry,
@@ -150,30 +108,46 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
        SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, r.manifest, r.input, r.intent,
          'running', r.initial_state, r.blackboard, r.context, r.visits, 0, r.parent_execution_id, r.depth, r.ancestry,
          r.last_seq, r.owner_node, now() + r.lease_ms * INTERVAL '1 millisecond', 0, now()
-       FROM r WHERE r.id${notStale} AND (r.stimulus_id IS NULL${withStimuli ? ' OR r.stimulus_id IN (SELECT id FROM sins)' : ''})
+       FROM r WHERE r.id NOT IN (SELECT id FROM stale) AND (r.stimulus_id IS NULL OR r.stimulus_id IN (SELECT id FROM sins))
        ON CONFLICT (id) DO NOTHING
        RETURNING id, lease_expires_at, created_at, started_at, last_transition_at, updated_at
-     )${
-       events.length
-         ? `,
-     e(execution_id, seq, type, event_key, state_name, iteration_number, payload) AS (VALUES ${events.join(', ')}),
+     ),
      ev AS (
        INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
        SELECT e.execution_id, e.seq, e.type, e.event_key, e.state_name, e.iteration_number, e.payload, now()
-       FROM e WHERE e.execution_id IN (SELECT id FROM ins)
+       FROM unnest($34::UUID[], $35::INT4[], $36::TEXT[], $37::TEXT[], $38::TEXT[], $39::INT4[], $40::JSONB[])
+         AS e(execution_id, seq, type, event_key, state_name, iteration_number, payload)
+       WHERE e.execution_id IN (SELECT id FROM ins)
        RETURNING 1
-     )`
-         : ''
-     }
-     SELECT id, false AS stale, lease_expires_at, created_at, started_at, last_transition_at, updated_at FROM ins${
-       guarded
-         ? `
+     )
+     SELECT id, false AS stale, lease_expires_at, created_at, started_at, last_transition_at, updated_at FROM ins
      UNION ALL
-     SELECT id, true, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ FROM stale`
-         : ''
-     }`;
-  const res = await db.query<Inserted>(sql, params);
-  return new Map(res.rows.map((r) => [r.id, r]));
+     SELECT id, true, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ, NULL::TIMESTAMPTZ FROM stale`;
+
+/** The batch as ONE statement: the guards' fingerprints, key claims, stimuli of the won claims, the runs of those
+ * (and of starts without a stimulus), their events. Answers, by run id, the inserted runs' server-set columns and the
+ * starts refused by their guard (`stale`). */
+export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<Map<string, Inserted>> {
+  const r: unknown[][] = Array.from({ length: 22 }, () => []);
+  const s: unknown[][] = Array.from({ length: 11 }, () => []);
+  const e: unknown[][] = Array.from({ length: 7 }, () => []);
+  const push = (cols: unknown[][], values: unknown[]): void => values.forEach((v, i) => cols[i]!.push(v));
+  for (const w of batch) {
+    const run = w.run;
+    const initial = run.manifest.spec.initial_state;
+    const st = w.stimulus;
+    if (st) {
+      push(s, [st.id, run.tenantId, st.source, st.idempotencyKey ?? null, st.content, JSON.stringify(st.headers), st.routedBy, run.workflowName, st.confidence ?? null, run.id, st.ttlSeconds]);
+    }
+    push(r, [
+      run.id, st?.id ?? null, run.tenantId, run.workflowId, run.workflowName, run.workflowVersion, manifestJson(run.manifest), JSON.stringify(run.input ?? {}),
+      run.intent ?? null, initial, JSON.stringify(run.blackboard), JSON.stringify(run.context), JSON.stringify({ [initial]: 1 }), run.parentExecutionId ?? null,
+      run.depth, JSON.stringify(run.ancestry), w.events.length, run.ownerNode, run.leaseMs, w.guard !== undefined, w.guard?.viewer ?? null, w.guard?.fingerprint ?? null,
+    ]);
+    w.events.forEach((ev, i) => push(e, [run.id, i + 1, ev.type, ev.key, ev.state_name ?? null, ev.iteration_number ?? null, JSON.stringify(ev.payload)]));
+  }
+  const res = await db.query<Inserted>(START_SQL, [...r, ...s, ...e], { prepare: 'orch_workflow_starts' });
+  return new Map(res.rows.map((row) => [row.id, row]));
 }
 
 /** The manifest as JSON, once per manifest object (a cached definition hands every start the same object). */
