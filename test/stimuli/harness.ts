@@ -75,7 +75,7 @@ export async function startHarness(defer: Defer, stimuliYaml: string, o: { db?: 
       if (token !== '') md.set('authorization', `Bearer ${token}`);
       const full: IngestStimulusRequest = { source_name: '', content: '', headers: {}, ...req };
       return new Promise((resolve) => {
-        grpc.ingestStimulus(full, md, { deadline: Date.now() + 15_000 }, (err: ServiceError | null, res?: IngestStimulusResponse) => {
+        grpc.ingestStimulus(full, md, { deadline: Date.now() + 60_000 }, (err: ServiceError | null, res?: IngestStimulusResponse) => {
           if (err) resolve({ code: err.code, details: err.details, metadata: err.metadata });
           else resolve({ code: 0, ...(res ? { res } : {}) });
         });
