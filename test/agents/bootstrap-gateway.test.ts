@@ -57,7 +57,7 @@ test('bootstrap runs dispatches in the sandbox and exits when the gateway says d
   });
   t.teardown(() => runtime.stop(sb.id));
 
-  const gen = await channel.awaitGenerate(AbortSignal.timeout(20_000));
+  const gen = await channel.awaitGenerate(AbortSignal.timeout(60_000));
   t.is(gen.iteration_number, 1);
   t.is(gen.execution_id, executionId);
 
@@ -94,7 +94,7 @@ test('bootstrap runs dispatches in the sandbox and exits when the gateway says d
   t.regex(r5.stderr, /ENOENT/);
 
   await channel.final({ type: 'final', content: 'ok', tool_calls_executed: 5, conversation: [] });
-  const gen2 = await channel.awaitGenerate(AbortSignal.timeout(10_000));
+  const gen2 = await channel.awaitGenerate(AbortSignal.timeout(60_000));
   t.is(gen2.iteration_number, 2, 'after final the bootstrap asks for the next iteration');
   registry.closeChannel(channel);
   t.is(await sb.exited, 0, 'done makes the bootstrap exit 0');
