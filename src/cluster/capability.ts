@@ -106,8 +106,8 @@ export async function startWorkerCluster(o: {
   logger: Logger;
 }): Promise<WorkerCluster> {
   const { config, db, logger } = o;
-  const controller = config.cluster.controller;
-  if (!controller) throw new OrchError(Errors.CONFIG_INVALID, 'spec.cluster.controller is required for role worker');
+  const controllers = config.cluster.controllers;
+  if (!controllers?.length) throw new OrchError(Errors.CONFIG_INVALID, 'spec.cluster.controller is required for role worker');
   const key = await loadOrCreateNodeKey(config.dataDir);
   // The worker shares the database, and so the cluster key that verifies a controller's token (PushConfig).
   const authority = new ClusterAuthority({ db, logger });
@@ -156,7 +156,7 @@ export async function startWorkerCluster(o: {
   };
   const makeMembership = (grpcAddress: string): WorkerMembership =>
     new WorkerMembership({
-      controller,
+      controller: controllers,
       nodeId: config.node.id,
       role: 'worker',
       key,

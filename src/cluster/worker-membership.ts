@@ -3,6 +3,12 @@
 // sync_config), and a fresh attestation whenever the controller refuses the session (its token expired or was
 // superseded, it was deregistered, the controller lost its row). A controller that cannot be reached is retried
 // without dropping the session, so a worker cut off the network rejoins on its own when the link returns.
+// Several controllers (docs/CLUSTER.md "Several controllers"): the worker talks to one at a time; when it has been
+// unreachable for `failoverAfterMs` (two heartbeat periods by default) the worker moves to the next in the list,
+// keeping its node id, token and registration — they live in the shared database, so the next controller usually
+// accepts them; if it refuses, the ordinary refusal path attests again there. It stays on the new controller until
+// that one fails in turn (then the next, wrapping around): a recovered earlier controller does not pull it back,
+// so a flapping controller cannot make the worker flap.
 import { EventEmitter } from 'node:events';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import type { Logger } from '../logging/logger.ts';
@@ -18,8 +24,10 @@ export interface WorkerLoad {
 }
 
 export interface WorkerMembershipOptions {
-  /** host:port of the controller's NodeClusterService. */
-  controller: string;
+  /** host:port of the controller's NodeClusterService, or several in order of preference. */
+  controller: string | readonly string[];
+  /** How long the current controller must stay unreachable before the next one is tried (default 2 heartbeats). */
+  failoverAfterMs?: number;
   nodeId: string;
   role: 'worker' | 'hybrid';
   key: NodeKey;
@@ -41,10 +49,14 @@ export type MembershipState = 'joining' | 'member' | 'stopped';
 
 /**
  * Events: `joined` (peerId), `heartbeat` (commands), `drain` (DrainCommand), `drained` (no execution left while
- * draining), `config` (hash applied), `shutdown` (reason), `refused` (error message; a new attestation follows).
+ * draining), `config` (hash applied), `shutdown` (reason), `refused` (error message; a new attestation follows),
+ * `failover` (from, to: the controller addresses).
  */
 export class WorkerMembership extends EventEmitter {
-  private readonly client: NodeClusterClient;
+  private readonly clients: NodeClusterClient[];
+  private current = 0;
+  /** When the first of the current run of failed calls to the current controller started; undefined when fine. */
+  private unreachableSince: number | undefined;
   private readonly log: Logger;
   private token: string | undefined;
   private tokenExpiresAt = 0;
@@ -60,12 +72,25 @@ export class WorkerMembership extends EventEmitter {
   private loop: Promise<void> | undefined;
   state: MembershipState = 'joining';
   heartbeats = 0;
+  failovers = 0;
 
   constructor(private readonly o: WorkerMembershipOptions) {
     super();
-    this.client = new NodeClusterClient(o.controller, Math.max(2000, Math.min(10_000, o.heartbeatMs * 2)));
-    this.log = o.logger.child({ component: 'membership-client', controller: o.controller });
+    const addresses = typeof o.controller === 'string' ? [o.controller] : [...o.controller];
+    if (addresses.length === 0) throw new Error('WorkerMembership needs at least one controller address');
+    const timeoutMs = Math.max(2000, Math.min(10_000, o.heartbeatMs * 2));
+    this.clients = addresses.map((a) => new NodeClusterClient(a, timeoutMs));
+    this.log = o.logger.child({ component: 'membership-client' });
     this.heartbeatMs = o.heartbeatMs;
+  }
+
+  private get client(): NodeClusterClient {
+    return this.clients[this.current]!;
+  }
+
+  /** The controller this worker talks to now. */
+  get controller(): string {
+    return this.client.address;
   }
 
   get peer(): string | undefined {
@@ -87,21 +112,21 @@ export class WorkerMembership extends EventEmitter {
     return { token: this.token, key: this.o.key };
   }
 
-  private async attest(): Promise<void> {
-    const a = await this.client.attest({ node_id: this.o.nodeId, public_key_pem: this.o.key.publicKeyPem, role: this.o.role === 'hybrid' ? NodeRole.HYBRID : NodeRole.WORKER });
-    const c = await this.client.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(this.o.key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
+  private async attest(client: NodeClusterClient): Promise<void> {
+    const a = await client.attest({ node_id: this.o.nodeId, public_key_pem: this.o.key.publicKeyPem, role: this.o.role === 'hybrid' ? NodeRole.HYBRID : NodeRole.WORKER });
+    const c = await client.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(this.o.key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
     this.token = c.node_security_token;
     this.tokenIssuedAt = Date.now();
     this.tokenExpiresAt = Date.parse(c.expires_at);
   }
 
-  private async join(): Promise<void> {
+  private async join(client: NodeClusterClient): Promise<void> {
     this.state = 'joining';
-    await this.attest();
-    const r = await this.client.register({ capabilities: this.o.capabilities(), grpc_address: this.o.grpcAddress }, this.creds());
+    await this.attest(client);
+    const r = await client.register({ capabilities: this.o.capabilities(), grpc_address: this.o.grpcAddress }, this.creds());
     this.peerId = r.peer_id;
     this.state = 'member';
-    this.log.info({ peer_id: r.peer_id }, 'joined the cluster');
+    this.log.info({ peer_id: r.peer_id, controller: client.address }, 'joined the cluster');
     this.emit('joined', r.peer_id);
   }
 
@@ -112,14 +137,16 @@ export class WorkerMembership extends EventEmitter {
   }
 
   private async beat(): Promise<void> {
-    if (!this.peerId || !this.token) await this.join();
+    // One controller for the whole round, even if a failover is decided meanwhile.
+    const client = this.client;
+    if (!this.peerId || !this.token) await this.join(client);
     else if (this.refreshDue()) {
       // A new session for the same registration: ChallengeNode moves the member's row to the new token.
-      await this.attest();
+      await this.attest(client);
       this.log.debug('node token refreshed');
     }
     const load = this.o.load();
-    const res = await this.client.heartbeat(
+    const res = await client.heartbeat(
       {
         peer_id: this.peerId ?? '',
         active_execution_count: load.active_execution_count,
@@ -206,27 +233,50 @@ export class WorkerMembership extends EventEmitter {
     });
   }
 
+  /**
+   * After a failed call that did not reach a verdict from the controller: moves to the next controller once the
+   * current one has been unreachable for the failover bound. Answers whether it moved.
+   */
+  private maybeFailOver(attemptStartedAt: number): boolean {
+    this.unreachableSince ??= attemptStartedAt;
+    const bound = this.o.failoverAfterMs ?? 2 * this.heartbeatMs;
+    const down = Date.now() - this.unreachableSince;
+    if (this.clients.length < 2 || down < bound) return false;
+    const from = this.client.address;
+    this.current = (this.current + 1) % this.clients.length;
+    this.unreachableSince = undefined;
+    this.failovers++;
+    this.log.warn({ from, to: this.client.address, unreachable_ms: down }, 'controller unreachable; moving to the next controller');
+    this.emit('failover', from, this.client.address);
+    return true;
+  }
+
   private async run(): Promise<void> {
     while (!this.stopped) {
       let delay = this.heartbeatMs;
+      const startedAt = Date.now();
       try {
         await this.beat();
+        this.unreachableSince = undefined;
       } catch (err) {
         if (this.stopped) break;
         const code = (err as ServiceError).code;
         const refused = code === GrpcStatus.UNAUTHENTICATED || code === GrpcStatus.NOT_FOUND || code === GrpcStatus.PERMISSION_DENIED;
         if (refused) {
-          // The controller does not accept this session: attest and register again.
-          this.log.warn({ code, err: (err as Error).message }, 'session refused; attesting again');
+          // The controller answered (it is reachable) but does not accept this session: attest and register again.
+          this.unreachableSince = undefined;
+          this.log.warn({ code, err: (err as Error).message, controller: this.client.address }, 'session refused; attesting again');
           this.token = undefined;
           this.peerId = undefined;
           this.state = 'joining';
           this.emit('refused', (err as Error).message);
+          // Joining (or rejoining) retries sooner than a long heartbeat period.
+          delay = Math.min(this.heartbeatMs, 1000);
         } else {
-          this.log.warn({ code, err: (err as Error).message }, 'controller unreachable; retrying');
+          this.log.warn({ code, err: (err as Error).message, controller: this.client.address }, 'controller unreachable; retrying');
+          // The next controller is tried at once: the worker has already been silent for the failover bound.
+          delay = this.maybeFailOver(startedAt) ? 0 : Math.min(this.heartbeatMs, 1000);
         }
-        // Joining (or rejoining) retries sooner than a long heartbeat period.
-        delay = Math.min(this.heartbeatMs, 1000);
       }
       if (this.stopped) break;
       await this.sleep(delay);
@@ -244,7 +294,7 @@ export class WorkerMembership extends EventEmitter {
       await this.client.deregister({ peer_id: peer, reason }, this.creds()).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'DeregisterNode failed'));
     }
     this.state = 'stopped';
-    this.client.close();
+    for (const c of this.clients) c.close();
   }
 
   /** Waits for the loop to end (after stop). */

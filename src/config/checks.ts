@@ -1,4 +1,5 @@
-// Rules one schema keyword cannot say: either/or keys and names that must be unique within a list.
+// Rules one schema keyword cannot say: either/or keys, names that must be unique within a list, the controller list.
+import { parseControllers } from './controllers.ts';
 import { ConfigError } from './errors.ts';
 import type { EnvRefs } from './env-refs.ts';
 import { pointerOf } from './paths.ts';
@@ -17,6 +18,7 @@ export function checkConfigFile(file: NodeConfigFile, refs: EnvRefs): void {
       throw new ConfigError('spec.auth', 'must set jwks_url or jwks_file (remove the auth section for dev identity mode)');
     }
   }
+  if (s.cluster?.controller !== undefined) parseControllers(s.cluster.controller, 'spec.cluster.controller');
   unique('spec.llm_providers', s.llm_providers, (p) => p.name, 'name');
   unique('spec.builtin_dispatchers', s.builtin_dispatchers, (d) => d.name, 'name');
   unique('spec.mcp_servers', s.mcp_servers, (m) => m.name, 'name');

@@ -1,6 +1,7 @@
 // Validated file (or nothing) → complete NodeConfig. Every default of docs/CONFIG.md is here, and they are the
 // `npm start` defaults: with no file at all this returns the zero-install hybrid node.
 import path from 'node:path';
+import { parseControllers } from './controllers.ts';
 import type { NodeConfigFile } from './schema.ts';
 import type { NodeConfig } from './types.ts';
 
@@ -53,7 +54,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     },
     cluster: {
       cluster_grpc_port: s.cluster?.cluster_grpc_port ?? DEFAULTS.clusterGrpcPort,
-      ...(s.cluster?.controller ? { controller: s.cluster.controller } : {}),
+      ...(s.cluster?.controller !== undefined ? { controllers: parseControllers(s.cluster.controller, 'spec.cluster.controller') } : {}),
       ...(s.cluster?.advertise_address ? { advertise_address: s.cluster.advertise_address } : {}),
       heartbeat_interval_seconds: s.cluster?.heartbeat_interval_seconds ?? DEFAULTS.heartbeatIntervalSeconds,
       missed_heartbeats: s.cluster?.missed_heartbeats ?? DEFAULTS.missedHeartbeats,

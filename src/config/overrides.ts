@@ -2,6 +2,7 @@
 // docs/CONFIG.md), then from explicit CLI flags. Both go through the same parsers, so ORCH_HTTP_PORT=abc and a
 // bad flag fail the same way: one ConfigError line naming the variable or override.
 import path from 'node:path';
+import { parseControllerString } from './controllers.ts';
 import { ConfigError } from './errors.ts';
 import { LOG_LEVELS, NODE_ID_PATTERN, NODE_ROLES } from './schema.ts';
 import type { LogLevel, NodeConfig, NodeRoleName } from './types.ts';
@@ -14,6 +15,8 @@ export interface ConfigOverrides {
   httpPort?: number;
   grpcPort?: number;
   clusterGrpcPort?: number;
+  /** host:port, or several separated by commas (spec.cluster.controller). */
+  clusterController?: string;
   dataDir?: string;
   logLevel?: LogLevel;
   databaseUrl?: string;
@@ -62,6 +65,12 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ORCH_HTTP_PORT', override: 'httpPort', parse: port, apply: (c, v) => (c.http.port = v as number) },
   { env: 'ORCH_GRPC_PORT', override: 'grpcPort', parse: port, apply: (c, v) => (c.grpc.port = v as number) },
   { env: 'ORCH_CLUSTER_GRPC_PORT', override: 'clusterGrpcPort', parse: port, apply: (c, v) => (c.cluster.cluster_grpc_port = v as number) },
+  {
+    env: 'ORCH_CLUSTER_CONTROLLER',
+    override: 'clusterController',
+    parse: parseControllerString,
+    apply: (c, v) => (c.cluster.controllers = v as string[]),
+  },
   { env: 'ORCH_LOG_LEVEL', override: 'logLevel', parse: oneOf(LOG_LEVELS), apply: (c, v) => (c.log.level = v as LogLevel) },
   { env: 'DOCKER_HOST', override: 'dockerHost', parse: nonEmpty, apply: (c, v) => (c.runtime.docker_host = v as string) },
 ];

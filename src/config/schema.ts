@@ -17,7 +17,9 @@ export const PORT = { type: 'integer', minimum: 0, maximum: 65535 } as const;
 
 const nonEmpty = { type: 'string', minLength: 1 } as const;
 const httpUrl = { type: 'string', pattern: '^https?://[^\\s]+$', 'x-expect': 'an http:// or https:// URL' } as const;
-const hostPort = { type: 'string', pattern: '^[^\\s:]+:[0-9]{1,5}$|^\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5}$', 'x-expect': 'host:port' } as const;
+/** host:port, or [IPv6]:port. */
+export const HOST_PORT_PATTERN = '^[^\\s:,]+:[0-9]{1,5}$|^\\[[0-9A-Fa-f:.]+\\]:[0-9]{1,5}$';
+const hostPort = { type: 'string', pattern: HOST_PORT_PATTERN, 'x-expect': 'host:port' } as const;
 const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
 function obj(properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> {
@@ -44,7 +46,9 @@ const spec = obj({
   }),
   cluster: obj({
     cluster_grpc_port: PORT,
-    controller: hostPort,
+    // One host:port, a list, or a comma-separated string: checked by ./controllers.ts (checks.ts), which can say
+    // which entry is wrong — a schema union would report only its first branch's complaint.
+    controller: {},
     advertise_address: {
       type: 'string',
       pattern: '^[A-Za-z0-9][A-Za-z0-9.-]*(:[0-9]{1,5})?$|^\\[[0-9A-Fa-f:.]+\\](:[0-9]{1,5})?$',
@@ -160,7 +164,7 @@ export interface NodeConfigFileSpec {
   http?: { bind?: string; port?: number };
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
-  cluster?: { cluster_grpc_port?: number; controller?: string; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number };
+  cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number };
   database?: { url?: string };
   redis?: { url?: string };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };

@@ -54,8 +54,12 @@ export interface NodeConfig {
   grpc_auth: { enabled: boolean; exempt_methods: string[] };
   cluster: {
     cluster_grpc_port: number;
-    /** host:port of the controller's cluster gRPC a worker joins; absent on a lone hybrid/controller. */
-    controller?: string;
+    /**
+     * `spec.cluster.controller` as a list: the controllers' cluster gRPC addresses (host:port) a worker joins, in order
+     * of preference; it heartbeats to one and moves to the next when that one is unreachable. Absent on a lone
+     * hybrid/controller.
+     */
+    controllers?: string[];
     /**
      * What a worker advertises as its NodeClusterService address (host, or host:port when a port is mapped): for a
      * wildcard bind whose host name does not lead to this node (network namespaces, NAT). Default: the bind address.

@@ -157,9 +157,9 @@ test('every node config loads through orch\'s config loader: roles, ids, the clu
     t.is(c.node.role, 'worker');
     t.is(c.node.id, n);
     tags[n] = c.node.tags;
-    const [host, port] = (c.cluster.controller ?? '').split(':');
-    t.true(CONTROLLERS.includes(host!), `${n} joins a controller service (${c.cluster.controller})`);
-    t.is(Number(port), 50056, 'on its cluster gRPC port');
+    const listed = c.cluster.controllers ?? [];
+    t.deepEqual(listed.map((a) => a.split(':')[0]).sort(), [...CONTROLLERS].sort(), `${n} lists every controller service, so it can fail over (${listed.join(', ')})`);
+    for (const a of listed) t.is(Number(a.split(':')[1]), 50056, 'on its cluster gRPC port');
     t.is(c.node.grpc_address, `${n}:50056`, `${n} is dialled by its service name on the cluster port`);
     t.is(c.runtime.orchestrator_url, `http://${n}:8080`, 'agent sandboxes call back the worker that runs them');
     t.is(c.cluster.heartbeat_interval_seconds, 1);
@@ -167,8 +167,8 @@ test('every node config loads through orch\'s config loader: roles, ids, the clu
     t.is(c.redis.url, 'redis://redis:6379');
   }
   t.deepEqual(tags, { 'worker-1': [], 'worker-2': [], 'worker-3': ['gpu'] }, 'tag routing has a tagged worker');
-  const joined = new Set(WORKERS.map((n) => nodeConfig(n).cluster.controller?.split(':')[0]));
-  t.is(joined.size, 2, 'workers are spread over both controllers');
+  const joined = new Set(WORKERS.map((n) => nodeConfig(n).cluster.controllers?.[0]?.split(':')[0]));
+  t.is(joined.size, 2, 'workers are spread over both controllers (the first in each list)');
 });
 
 test('Dockerfile: node 20, production dependencies, orch as the entrypoint, the three ports, a ready-probe healthcheck, not root', (t) => {

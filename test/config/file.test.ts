@@ -22,7 +22,7 @@ test('examples/node.yaml loads with every section', (t) => {
   t.is(config.name, 'node-a');
   t.deepEqual(config.node, { id: 'node-a', role: 'hybrid', tags: ['gpu'], grpc_address: '127.0.0.1:50051' });
   t.deepEqual(config.http, { bind: '127.0.0.1', port: 8080 });
-  t.deepEqual(config.cluster, { cluster_grpc_port: 50056, controller: '127.0.0.1:50056', heartbeat_interval_seconds: 30, missed_heartbeats: 3 });
+  t.deepEqual(config.cluster, { cluster_grpc_port: 50056, controllers: ['127.0.0.1:50056'], heartbeat_interval_seconds: 30, missed_heartbeats: 3 });
   t.deepEqual(config.database, { url: 'postgres://orch@db:5432/orch' });
   t.deepEqual(config.redis, {}, 'REDIS_URL unset: in-process bus');
   t.deepEqual(config.auth, {
