@@ -130,7 +130,8 @@ export async function benchClusterHeartbeats(
       joined.push(nextMessage(child, 'joined'));
       child.send({ address, from: p * per, count, periodMs: 1000 });
     }
-    await Promise.all(joined);
+    const rejoins = ((await Promise.all(joined)) as { rejoins: number }[]).reduce((a, j) => a + j.rejoins, 0);
+    if (rejoins) log(`${rejoins} joins were refused and tried again`);
     const joinSeconds = (Date.now() - joinStart) / 1000;
     log(`${workers} workers attested and registered in ${joinSeconds.toFixed(1)} s by ${children.length} load processes`);
 
@@ -182,6 +183,9 @@ export async function benchClusterHeartbeats(
       recoverySeconds,
       loadAverage,
     };
+  } catch (err) {
+    log(`controller stderr (last 3,000 characters):\n${controller.stderr().slice(-3000)}`);
+    throw err;
   } finally {
     for (const c of children) {
       if (c.connected) c.send({ type: 'stop' });

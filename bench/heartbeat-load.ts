@@ -38,8 +38,8 @@ async function main(job: Job): Promise<void> {
     const i = job.from + j;
     const client = clients[j]!;
     const key = generateNodeKey();
-    // A join refused as UNAVAILABLE (e.g. the controller's registration transaction kept conflicting under load)
-    // is tried again, as the worker's own membership loop does.
+    // A join refused as UNAVAILABLE or INTERNAL (the controller's registration transaction kept conflicting, or
+    // failed, under load) is tried again, as the worker's own membership loop does; each retry is reported.
     const join = async (): Promise<{ creds: { token: string; key: typeof key }; peerId: string }> => {
       const a = await client.attest({ node_id: `sim-${i}`, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
       const c = await client.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
@@ -52,7 +52,9 @@ async function main(job: Job): Promise<void> {
       try {
         joined = await join();
       } catch (err) {
-        if (attempt >= 5 || (err as { code?: number }).code !== 14) throw err;
+        const code = (err as { code?: number }).code;
+        if (attempt >= 5 || (code !== 14 && code !== 13)) throw err;
+        process.stderr.write(`sim-${i}: join attempt ${attempt} refused (${(err as Error).message}); trying again\n`);
         rejoins++;
         await new Promise((r) => setTimeout(r, 200 * attempt));
       }

@@ -275,6 +275,10 @@ interface RecoveredRow {
   recorded_at: Date;
 }
 
+function notRecorded(cause: unknown): OrchError {
+  return new OrchError(Errors.UNAVAILABLE, 'heartbeat not recorded (controller database busy); the next one will be', { cause });
+}
+
 function beatKey(b: { nodeId: string; sessionId: string; peerId: string }): string {
   return `${b.nodeId}\n${b.sessionId}\n${b.peerId}`;
 }
@@ -285,7 +289,8 @@ function beatKey(b: { nodeId: string; sessionId: string; peerId: string }): stri
  * second rather than a thousand, and a quiet cluster waits for nobody. The members of a batch that come back from
  * UNHEALTHY (a healed partition brings hundreds at once) are written by one more statement that changes their status
  * and appends their status events together. `record` answers the written heartbeat, or undefined for one that takes
- * the slow path (commands waiting, a drain reported, session or peer wrong, or the batch failed).
+ * the slow path (commands waiting, a drain reported, session or peer wrong, a concurrent status event); it rejects
+ * with UNAVAILABLE when the batch could not be written (the member's next heartbeat is).
  */
 class HeartbeatBatcher {
   private queue: { beat: PlainBeat; done: (written: BatchedBeat | undefined) => void; fail: (err: unknown) => void }[] = [];
@@ -317,10 +322,19 @@ class HeartbeatBatcher {
       this.inFlight++;
       this.write(items.map((i) => i.beat))
         .then(
-          (written) => items.forEach((i) => i.done(written.get(beatKey(i.beat)))),
+          (written) =>
+            items.forEach((i) => {
+              const w = written.get(beatKey(i.beat));
+              if (w instanceof Error) i.fail(w);
+              else i.done(w);
+            }),
           (err: unknown) => {
-            this.log.warn({ err, heartbeats: items.length }, 'heartbeat batch failed; taking the slow path');
-            items.forEach((i) => i.done(undefined));
+            // Not the slow path: a batch fails when the database is overloaded (e.g. no pooled connection in
+            // time), and hundreds of single transactions would make that worse. The heartbeats are refused as
+            // UNAVAILABLE; each member's next one (a period later) is written as usual.
+            this.log.warn({ err, heartbeats: items.length }, 'heartbeat batch failed; heartbeats refused as unavailable');
+            const refused = notRecorded(err);
+            items.forEach((i) => i.fail(refused));
           },
         )
         .finally(() => {
@@ -331,7 +345,7 @@ class HeartbeatBatcher {
     });
   }
 
-  private async write(beats: PlainBeat[]): Promise<Map<string, BatchedBeat>> {
+  private async write(beats: PlainBeat[]): Promise<Map<string, BatchedBeat | Error>> {
     // Rows are locked in node-id order, as every other multi-row write here does, so batches never deadlock.
     const sorted = [...beats].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
     const res = await this.db.query<{ node_id: string; session_id: string; peer_id: string }>(
@@ -342,18 +356,21 @@ class HeartbeatBatcher {
        RETURNING c.node_id, c.session_id, c.peer_id`,
       [sorted.map((b) => b.nodeId), sorted.map((b) => b.sessionId), sorted.map((b) => b.peerId), sorted.map((b) => b.load), sorted.map((b) => b.reported)],
     );
-    const written = new Map<string, BatchedBeat>(res.rows.map((r) => [beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event: null }]));
+    const written = new Map<string, BatchedBeat | Error>(res.rows.map((r) => [beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event: null }]));
     const rest = sorted.filter((b) => !written.has(beatKey(b)));
     if (rest.length > 0) {
-      // A failure here (e.g. a status event appended to the same stream at the same moment) sends only these beats
-      // to the slow path: the plain heartbeats above are committed already.
+      // The plain heartbeats above are committed already; a failure here concerns only these beats. A conflict (a
+      // status event appended to the same stream at the same moment) sends them to the slow path, which retries;
+      // anything else (an overloaded database) refuses them as UNAVAILABLE, like a failed batch.
       try {
         for (const r of await this.recover(rest)) {
           const event = { stream: r.stream, seq: r.seq, type: r.type, payload: r.payload, at: r.recorded_at.toISOString() };
           written.set(beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event });
         }
       } catch (err) {
-        this.log.warn({ err, heartbeats: rest.length }, 'heartbeat recovery batch failed; taking the slow path');
+        const conflict = ['23505', '40001', '40P01'].includes(String((err as { code?: unknown }).code));
+        this.log.warn({ err, heartbeats: rest.length, conflict }, 'heartbeat recovery batch failed');
+        if (!conflict) for (const b of rest) written.set(beatKey(b), notRecorded(err));
       }
     }
     return written;

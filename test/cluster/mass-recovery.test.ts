@@ -3,7 +3,8 @@
 // status_changed event — instead of one serializable transaction each. Checked on real PostgreSQL through the real
 // Membership: every member is back (DRAINING where a drain was asked), each has exactly one new event with the next
 // sequence number of its stream, published on the bus; the statuses were written together (one statement's now()),
-// and a member with a command waiting still gets it through the slow path.
+// and a member with a command waiting still gets it through the slow path. When the database cannot take a batch at
+// all, its heartbeats are refused as UNAVAILABLE instead of becoming one transaction each.
 import test from 'ava';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { MemoryBus } from '../../src/bus/memory.ts';
@@ -13,6 +14,8 @@ import { Membership } from '../../src/cluster/membership.ts';
 import { generateNodeKey, publicKeyObject } from '../../src/cluster/node-key.ts';
 import { NodePeerStatus } from '../../src/gen/orch/cluster/v1/cluster.js';
 import { silentLogger } from '../../src/logging/logger.ts';
+import { Errors, isOrchError } from '../../src/errors/catalog.ts';
+import { openPg } from '../../src/storage/pg.ts';
 import { caps, testDb } from './harness.ts';
 
 function claimsOf(nodeId: string): NodeClaims {
@@ -70,4 +73,28 @@ test('UNHEALTHY members coming back at once are written in batches, each with it
   const announced = published.slice(before).filter((e) => e.type === 'status_changed');
   t.is(announced.length, n, 'every status change published');
   t.deepEqual(new Set(announced.map((e) => e.stream)).size, n);
+});
+
+test('a batch the database cannot take is refused as UNAVAILABLE, not retried as one transaction per heartbeat', async (t) => {
+  const db = await testDb(t);
+  const membership = new Membership({ db, bus: new MemoryBus(silentLogger()), logger: silentLogger() });
+  const claims = claimsOf(`m-${randomBytes(3).toString('hex')}`);
+  const peerId = await membership.register(claims, { capabilities: caps(), grpc_address: '127.0.0.1:1' });
+  // A controller whose only pooled connection is busy: nothing can be written within the connect timeout.
+  const url = (await db.query<{ url: string }>(`SELECT current_database() AS url`)).rows[0]!.url;
+  const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres');
+  base.pathname = `/${url}`;
+  const starved = await openPg(base.toString(), { poolSize: 1, connectTimeoutMs: 300, logger: silentLogger() });
+  t.teardown(() => starved.close());
+  const busy = new Membership({ db: starved, bus: new MemoryBus(silentLogger()), logger: silentLogger() });
+  let release!: () => void;
+  const held = starved.tx(() => new Promise<void>((r) => (release = r)));
+  const beat = { peer_id: peerId, active_execution_count: 0, cpu_utilization_percent: 1, memory_utilization_percent: 1, status: NodePeerStatus.ACTIVE };
+  const err = await t.throwsAsync(Promise.all([busy.heartbeat(claims, beat), busy.heartbeat(claims, beat), busy.heartbeat(claims, beat)]));
+  t.true(isOrchError(err) && err.spec === Errors.UNAVAILABLE, String(err));
+  release();
+  await held;
+  // Once the database can take it again, the next heartbeat is written (the fast path).
+  t.deepEqual(await busy.heartbeat(claims, beat), []);
+  t.deepEqual(await membership.heartbeat(claims, beat), []);
 });
