@@ -58,7 +58,8 @@ const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboa
        completed_at = CASE WHEN v.status IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
        updated_at = now()`;
 // The batch travels as one array per column (unnest), so the statement's text is the same whatever the batch size:
-// PostgreSQL parses and plans a short fixed statement instead of a VALUES list of thousands of placeholders.
+// it runs as a named prepared statement (parsed and planned once per connection) instead of a VALUES list of
+// thousands of placeholders parsed and planned for every batch.
 const V_ROWS = `SELECT * FROM unnest($1::UUID[], $2::TEXT[], $3::INT4[], $4::TEXT[], $5::TEXT[], $6::JSONB[], $7::JSONB[],
        $8::JSONB[], $9::INT4[], $10::TEXT[], $11::TEXT[], $12::JSONB[], $13::TEXT[], $14::INT4[], $15::BOOLEAN[])
        AS v(id, owner, epoch, status, current_state, blackboard, context, visits, total_transitions, feedback, human_feedback,
@@ -110,8 +111,10 @@ function eventParams(batch: Pending[]): unknown[][] {
 const UPDATE_ROWS = `UPDATE workflow_executions AS w SET ${UPDATE_SET} FROM v
        WHERE w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id`;
 
+const UPDATE_ONLY = `WITH v AS (${V_ROWS}) ${UPDATE_ROWS}`;
+
 async function updateRows(tx: Queryable, batch: Pending[]): Promise<Set<string>> {
-  const res = await tx.query<{ id: string }>(`WITH v AS (${V_ROWS}) ${UPDATE_ROWS}`, rowParams(batch));
+  const res = await tx.query<{ id: string }>(UPDATE_ONLY, rowParams(batch), { prepare: 'orch_workflow_step_rows' });
   return new Set(res.rows.map((r) => r.id));
 }
 
@@ -129,7 +132,7 @@ const ONE_STATEMENT = `WITH v AS (${V_ROWS}),
        SELECT id, (SELECT count(*) FROM ins)::INT4 AS inserted FROM upd`;
 
 async function writeOneStatement(db: Queryable, batch: Pending[]): Promise<Set<string>> {
-  const res = await db.query<{ id: string }>(ONE_STATEMENT, [...rowParams(batch), ...eventParams(batch)]);
+  const res = await db.query<{ id: string }>(ONE_STATEMENT, [...rowParams(batch), ...eventParams(batch)], { prepare: 'orch_workflow_steps' });
   return new Set(res.rows.map((r) => r.id));
 }
 
