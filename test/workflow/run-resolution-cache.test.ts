@@ -159,3 +159,29 @@ test('StartWriter: a guarded start whose fingerprint no longer matches writes no
   t.is(await n("SELECT count(*)::int AS n FROM stimuli WHERE idempotency_key = 's2'"), 1);
   if ('row' in fresh) t.truthy(await getWorkflowExecution(a.db, fresh.row.id));
 });
+
+test('StartWriter: starts of different workflows in one batch each store their own manifest', async (t) => {
+  const a = await startEngine(t);
+  await a.deploy(wf('1.0.0', 'one'));
+  await a.deploy(wf('1.0.0', 'other').replace('name: cached', 'name: second').replace(/\ba\b/g, 'b'));
+  const one = (await a.defs.resolveForRun(TENANT, 'cached'))!.definition;
+  const two = (await a.defs.resolveForRun(TENANT, 'second'))!.definition;
+  t.is(two.manifest.spec.initial_state, 'b');
+  const writer = new StartWriter(a.db);
+  const start = (d: typeof one): StartWrite => ({
+    run: {
+      id: randomUUID(), tenantId: TENANT, workflowId: d.id, workflowName: d.name, workflowVersion: d.version, manifest: d.manifest,
+      input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'elsewhere', leaseMs: 30_000,
+    },
+    events: [],
+  });
+  const batch = [start(one), start(two), start(one), start(two)];
+  const out = await Promise.all(batch.map((w) => writer.write(w)));
+  t.true(out.every((o) => 'row' in o));
+  t.is(writer.stats.statements, 1, 'one statement for the batch');
+  for (const w of batch) {
+    const row = await getWorkflowExecution(a.db, w.run.id);
+    t.deepEqual(row?.manifest, w.run.manifest);
+    t.is(row?.current_state, w.run.manifest.spec.initial_state);
+  }
+});

@@ -66,13 +66,13 @@ function keyOf(w: StartWrite): string | undefined {
 // The batch travels as one array per column (unnest, as the step writer's does), so the statement's text is the same
 // whatever the batch size, and it runs as a named prepared statement: each connection parses and plans it once, then
 // only binds and executes (parse and plan were most of PostgreSQL's CPU per statement). Every CTE is always there;
-// empty arrays make it a no-op.
+// empty arrays make it a no-op. Runs point into one array of the batch's distinct manifests.
 const START_SQL = `WITH
      r AS (
-       SELECT * FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[], $4::UUID[], $5::TEXT[], $6::TEXT[], $7::JSONB[], $8::JSONB[], $9::TEXT[],
+       SELECT * FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[], $4::UUID[], $5::TEXT[], $6::TEXT[], $7::INT4[], $8::JSONB[], $9::TEXT[],
          $10::TEXT[], $11::JSONB[], $12::JSONB[], $13::JSONB[], $14::UUID[], $15::INT4[], $16::JSONB[], $17::INT4[], $18::TEXT[],
          $19::INT4[], $20::BOOLEAN[], $21::TEXT[], $22::TEXT[])
-       AS r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent, initial_state, blackboard,
+       AS r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest_at, input, intent, initial_state, blackboard,
          context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms, guarded, viewer, fingerprint)
      ),
      k AS (SELECT DISTINCT tenant_id, viewer, workflow_name FROM r WHERE r.guarded),
@@ -105,7 +105,7 @@ const START_SQL = `WITH
        INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent,
          status, current_state, blackboard, context, visits, total_transitions, parent_execution_id, depth, ancestry,
          last_seq, owner_node, lease_expires_at, epoch, last_transition_at)
-       SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, r.manifest, r.input, r.intent,
+       SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, ($41::JSONB[])[r.manifest_at], r.input, r.intent,
          'running', r.initial_state, r.blackboard, r.context, r.visits, 0, r.parent_execution_id, r.depth, r.ancestry,
          r.last_seq, r.owner_node, now() + r.lease_ms * INTERVAL '1 millisecond', 0, now()
        FROM r WHERE r.id NOT IN (SELECT id FROM stale) AND (r.stimulus_id IS NULL OR r.stimulus_id IN (SELECT id FROM sins))
@@ -132,6 +132,18 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
   const s: unknown[][] = Array.from({ length: 11 }, () => []);
   const e: unknown[][] = Array.from({ length: 7 }, () => []);
   const push = (cols: unknown[][], values: unknown[]): void => values.forEach((v, i) => cols[i]!.push(v));
+  // The starts of a batch mostly run the same few workflows: each distinct manifest travels once ($41, by position).
+  const manifests: string[] = [];
+  const manifestAt = new Map<string, number>();
+  const at = (m: object): number => {
+    const text = manifestJson(m);
+    let i = manifestAt.get(text);
+    if (i === undefined) {
+      i = manifests.push(text);
+      manifestAt.set(text, i);
+    }
+    return i;
+  };
   for (const w of batch) {
     const run = w.run;
     const initial = run.manifest.spec.initial_state;
@@ -140,13 +152,13 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
       push(s, [st.id, run.tenantId, st.source, st.idempotencyKey ?? null, st.content, JSON.stringify(st.headers), st.routedBy, run.workflowName, st.confidence ?? null, run.id, st.ttlSeconds]);
     }
     push(r, [
-      run.id, st?.id ?? null, run.tenantId, run.workflowId, run.workflowName, run.workflowVersion, manifestJson(run.manifest), JSON.stringify(run.input ?? {}),
+      run.id, st?.id ?? null, run.tenantId, run.workflowId, run.workflowName, run.workflowVersion, at(run.manifest), JSON.stringify(run.input ?? {}),
       run.intent ?? null, initial, JSON.stringify(run.blackboard), JSON.stringify(run.context), JSON.stringify({ [initial]: 1 }), run.parentExecutionId ?? null,
       run.depth, JSON.stringify(run.ancestry), w.events.length, run.ownerNode, run.leaseMs, w.guard !== undefined, w.guard?.viewer ?? null, w.guard?.fingerprint ?? null,
     ]);
     w.events.forEach((ev, i) => push(e, [run.id, i + 1, ev.type, ev.key, ev.state_name ?? null, ev.iteration_number ?? null, JSON.stringify(ev.payload)]));
   }
-  const res = await db.query<Inserted>(START_SQL, [...r, ...s, ...e], { prepare: 'orch_workflow_starts' });
+  const res = await db.query<Inserted>(START_SQL, [...r, ...s, ...e, manifests], { prepare: 'orch_workflow_starts' });
   return new Map(res.rows.map((row) => [row.id, row]));
 }
 
