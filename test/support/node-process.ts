@@ -56,9 +56,10 @@ export function runOrch(args: string[], env: Record<string, string | undefined>,
 
 /**
  * Starts `orch up --json` and waits for its banner line. `wrap` is a command prefix that execs the node (e.g.
- * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid).
+ * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid). The default wait is
+ * 180 s: a node on a fresh PGlite applies every migration, and on a heavily loaded machine 90 s was not enough.
  */
-export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 90_000, wrap: string[] = []): Promise<NodeProcess> {
+export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 180_000, wrap: string[] = []): Promise<NodeProcess> {
   const argv = [...wrap, process.execPath, ORCH_BIN, '--json', 'up', ...args];
   const child = spawn(argv[0]!, argv.slice(1), {
     env: {
