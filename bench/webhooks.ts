@@ -57,6 +57,10 @@ export interface WebhookFigures {
    * per direct run: the database's share of the cost, which the node's CPU figure leaves out. */
   pgCpuMsPerWebhook: number;
   pgCpuMsPerDirectRun: number;
+  /** The load generator's own CPU (this process: autocannon, and signing each webhook) per accepted request: on a
+   * 2-core machine it competes with the node and PostgreSQL, so a webhook that costs the client more is slower. */
+  clientCpuMsPerWebhook: number;
+  clientCpuMsPerDirectRun: number;
 }
 
 export async function benchWebhooks(runs: number, seconds: number, out: (line: string) => void, connections = 50): Promise<WebhookFigures[]> {
@@ -71,7 +75,8 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
     DATABASE_URL: database.url,
     REDIS_URL: undefined,
     ORCH_WEBHOOK_SECRET_BENCH: SECRET,
-    // Profiling the node under this load: BENCH_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' (written at exit).
+    // Profiling the node under this load (node refuses --cpu-prof in NODE_OPTIONS, so a preload starts the profiler):
+    // BENCH_NODE_OPTIONS='--require ./bench/cpu-profile.cjs' CPU_PROFILE=/tmp/node.cpuprofile (written at exit).
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   });
   const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
@@ -120,6 +125,8 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
         commitsPerDirectRun: 0,
         pgCpuMsPerWebhook: 0,
         pgCpuMsPerDirectRun: 0,
+        clientCpuMsPerWebhook: 0,
+        clientCpuMsPerDirectRun: 0,
       };
     };
     await load(Math.min(3, seconds)); // warm-up (JIT, pool, plan cache)
@@ -130,7 +137,9 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       const cost0 = await costs(db, node.child.pid);
       const pg0 = new BackendCpu(db);
       await pg0.start();
+      const client0 = process.cpuUsage();
       const f = await load(seconds);
+      const client1 = process.cpuUsage(client0);
       const after = await settled(db);
       const cost1 = await costs(db, node.child.pid);
       const pgWebhooks = await pg0.total();
@@ -142,6 +151,7 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       }
       const pg1 = new BackendCpu(db);
       await pg1.start();
+      const client2 = process.cpuUsage();
       const direct = await autocannon({
         url: `${node.banner.http}/v1/workflows/on-hook/run`,
         method: 'POST',
@@ -151,6 +161,7 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
         headers: { 'content-type': 'application/json', authorization: `Bearer ${node.banner.dev_token ?? ''}` },
         body: JSON.stringify({ input: { n: 1 } }),
       });
+      const client3 = process.cpuUsage(client2);
       if (direct.non2xx > 0 || direct.errors > 0) throw new Error(`direct workflow runs: ${direct.non2xx} non-2xx, ${direct.errors} errors`);
       f.directRunsPerSecond = direct['2xx'] / seconds;
       await settled(db);
@@ -162,6 +173,8 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       f.commitsPerDirectRun = (cost2.commits - cost1.commits) / direct['2xx'];
       f.pgCpuMsPerWebhook = pgWebhooks / stimuli;
       f.pgCpuMsPerDirectRun = pgDirect / direct['2xx'];
+      f.clientCpuMsPerWebhook = (client1.user + client1.system) / 1000 / f.accepted;
+      f.clientCpuMsPerDirectRun = (client3.user + client3.system) / 1000 / direct['2xx'];
       await new Promise((r) => setTimeout(r, 1000));
       figures.push(f);
       out(`  run ${r + 1}: direct POST /v1/workflows/on-hook/run ${Math.round(f.directRunsPerSecond)} runs/s`);
@@ -180,6 +193,8 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
     line('per direct run: node CPU ms', figures.map((f) => f.cpuMsPerDirectRun));
     line('per direct run: PostgreSQL backend CPU ms', figures.map((f) => f.pgCpuMsPerDirectRun));
     line('per direct run: commits', figures.map((f) => f.commitsPerDirectRun));
+    line('load generator CPU ms per webhook', figures.map((f) => f.clientCpuMsPerWebhook));
+    line('load generator CPU ms per direct run', figures.map((f) => f.clientCpuMsPerDirectRun));
   } finally {
     await db.close();
     await node.kill('SIGTERM');
