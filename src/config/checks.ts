@@ -1,4 +1,6 @@
-// Rules one schema keyword cannot say: either/or keys, names that must be unique within a list, the controller list.
+// Rules one schema keyword cannot say: either/or keys, names that must be unique within a list, the controller list,
+// templates that must parse.
+import { checkTemplate } from '../workflow/template/render.ts';
 import { parseControllers } from './controllers.ts';
 import { ConfigError } from './errors.ts';
 import type { EnvRefs } from './env-refs.ts';
@@ -23,6 +25,11 @@ export function checkConfigFile(file: NodeConfigFile, refs: EnvRefs): void {
   unique('spec.builtin_dispatchers', s.builtin_dispatchers, (d) => d.name, 'name');
   unique('spec.mcp_servers', s.mcp_servers, (m) => m.name, 'name');
   unique('spec.stimuli.routes', s.stimuli?.routes, (r) => r.source, 'source');
+  // A template that does not parse would render `<template error: ...>` as every delivery's input: refuse it here.
+  s.stimuli?.routes?.forEach((r, i) => {
+    const why = r.input_template === undefined ? undefined : checkTemplate(r.input_template);
+    if (why !== undefined) throw new ConfigError(`spec.stimuli.routes[${i}].input_template`, `does not parse: ${why}`);
+  });
   s.mcp_servers?.forEach((m, i) => {
     const transport = m.transport ?? (m.url ? 'http' : 'stdio');
     if (transport === 'stdio' && !m.command) throw new ConfigError(`spec.mcp_servers[${i}].command`, 'is required for the stdio transport');
