@@ -34,11 +34,11 @@ async function main(job: Job): Promise<void> {
   // connection among clients of the same address).
   const clients = Array.from({ length: job.count }, () => new NodeClusterClient(job.address, 60_000, { 'grpc.use_local_subchannel_pool': 1 }));
   const t0 = Date.now();
-  await inBatches(job.count, 25, async (j) => {
+  await inBatches(job.count, 10, async (j) => {
     const i = job.from + j;
     const client = clients[j]!;
     const key = generateNodeKey();
-    // A join refused as UNAVAILABLE or INTERNAL (the controller's registration transaction kept conflicting, or
+    // A join refused as UNAVAILABLE, INTERNAL, DEADLINE_EXCEEDED or an expired challenge (the controller's registration transaction kept conflicting, or
     // failed, under load) is tried again, as the worker's own membership loop does; each retry is reported.
     const join = async (): Promise<{ creds: { token: string; key: typeof key }; peerId: string }> => {
       const a = await client.attest({ node_id: `sim-${i}`, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
@@ -53,7 +53,7 @@ async function main(job: Job): Promise<void> {
         joined = await join();
       } catch (err) {
         const code = (err as { code?: number }).code;
-        if (attempt >= 5 || (code !== 14 && code !== 13)) throw err;
+        if (attempt >= 8 || ![4, 13, 14, 16].includes(code ?? -1)) throw err;
         process.stderr.write(`sim-${i}: join attempt ${attempt} refused (${(err as Error).message}); trying again\n`);
         rejoins++;
         await new Promise((r) => setTimeout(r, 200 * attempt));
