@@ -61,7 +61,7 @@ export async function insertStimulus(q: Queryable, s: NewStimulus, ttlSeconds: n
        SELECT $1, $2, $3, $4, $5, $6::jsonb, 'received', $7 FROM claim
        RETURNING id
      )
-     SELECT count(*)::int AS n FROM ins`,
+     SELECT count(*)::INT4 AS n FROM ins`,
     [...row, ttlSeconds],
   );
   if ((res.rows[0]?.n ?? 0) > 0) return undefined;
