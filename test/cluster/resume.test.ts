@@ -9,15 +9,11 @@
 // The second test freezes the worker instead (SIGSTOP: no broken stream, only missed heartbeats): the loss sweep
 // resumes the execution on the survivor, and when the frozen worker is thawed and its model call answers, the
 // lost worker is fenced: nothing it does reaches the row, the journal or the stream.
-import test from 'ava';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
-import { startScriptedLlm, type ChatRequest } from '../support/scripted-llm.ts';
+import test, { type ExecutionContext } from 'ava';
+import type { Db } from '../../src/storage/db.ts';
+import { eventually, type NodeProcess } from '../support/node-process.ts';
+import { startScriptedLlm } from '../support/scripted-llm.ts';
+import { allActive, conversation as text, llmProviders, nodeStarter, nodeStatus, scratch } from './processes.ts';
 import { api, readSse, type Api } from './support.ts';
 
 const REFINING = `apiVersion: orch.dev/v1
@@ -45,8 +41,30 @@ spec:
   security: { resources: { timeout: 300 } }
 `;
 
-function text(body: ChatRequest): string {
-  return body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
+interface TwoWorkers {
+  db: Db;
+  ctl: NodeProcess;
+  C: Api;
+  ids: string[];
+  workers: Record<string, NodeProcess>;
+  statusOf(id: string): Promise<string | undefined>;
+}
+
+/** A controller and two workers (1 s heartbeats, 3 missed) on a scratch database, the workers ACTIVE. */
+async function twoWorkers(t: ExecutionContext, prefix: string, llmUrl: string): Promise<TwoWorkers> {
+  const s = await scratch(t, prefix);
+  const start = nodeStarter(t, s);
+  const sfx = Math.random().toString(36).slice(2, 7);
+  const ctlId = `ctl-${sfx}`;
+  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
+  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
+  const ids = [`wa-${sfx}`, `wb-${sfx}`];
+  const workerBody = (id: string): string =>
+    `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n` +
+    `${llmProviders(llmUrl)}  runtime: { default_isolation: process }\n`;
+  const workers = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await start(id, workerBody(id))] as const))) as Record<string, NodeProcess>;
+  await allActive(C, ids, 60_000, 'two ACTIVE workers');
+  return { db: s.db, ctl, C, ids, workers, statusOf: (id) => nodeStatus(C, id) };
 }
 
 test.serial('SIGKILL of the worker mid-iteration: the execution resumes on the survivor from its journal, one ordered stream', async (t) => {
@@ -72,32 +90,7 @@ test.serial('SIGKILL of the worker mid-iteration: the execution resumes on the s
     releaseHeld?.();
     return llm.close();
   });
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-resume-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
-  t.teardown(() => db.close());
-  const sfx = Math.random().toString(36).slice(2, 7);
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
-    t.teardown(() => node.child.kill('SIGKILL'));
-    return node;
-  };
-  const ctlId = `ctl-${sfx}`;
-  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
-  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
-  const ids = [`wa-${sfx}`, `wb-${sfx}`];
-  const workerBody = (id: string): string =>
-    `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n` +
-    `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n` +
-    `  runtime: { default_isolation: process }\n`;
-  const workers = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await start(id, workerBody(id))] as const))) as Record<string, NodeProcess>;
-  const statusOf = async (id: string): Promise<string | undefined> =>
-    (await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes')).body.nodes.find((n) => n.node_id === id)?.status;
-  await eventually(async () => ((await Promise.all(ids.map(statusOf))).every((s) => s === 'ACTIVE') ? true : undefined), 60_000, 'two ACTIVE workers');
+  const { db, ctl, C, ids, workers, statusOf } = await twoWorkers(t, 'orch-resume-', llm.url);
 
   const deploy = async (yaml: string): Promise<string> => {
     const r = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: yaml });
@@ -216,35 +209,7 @@ test.serial('a frozen worker: missed heartbeats resume the execution on the surv
     releaseHeld?.();
     return llm.close();
   });
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-resume-hang-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
-  t.teardown(() => db.close());
-  const sfx = Math.random().toString(36).slice(2, 7);
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
-    t.teardown(() => {
-      node.child.kill('SIGCONT');
-      node.child.kill('SIGKILL');
-    });
-    return node;
-  };
-  const ctlId = `ctl-${sfx}`;
-  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
-  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
-  const ids = [`wa-${sfx}`, `wb-${sfx}`];
-  const workerBody = (id: string): string =>
-    `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n` +
-    `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n` +
-    `  runtime: { default_isolation: process }\n`;
-  const workers = Object.fromEntries(await Promise.all(ids.map(async (id) => [id, await start(id, workerBody(id))] as const))) as Record<string, NodeProcess>;
-  const statusOf = async (id: string): Promise<string | undefined> =>
-    (await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes')).body.nodes.find((n) => n.node_id === id)?.status;
-  await eventually(async () => ((await Promise.all(ids.map(statusOf))).every((s) => s === 'ACTIVE') ? true : undefined), 60_000, 'two ACTIVE workers');
+  const { db, C, ids, workers, statusOf } = await twoWorkers(t, 'orch-resume-hang-', llm.url);
   const dep = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: REFINING });
   t.is(dep.status, 201, JSON.stringify(dep.body));
   const ex = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'freeze me' });

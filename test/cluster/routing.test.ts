@@ -9,14 +9,8 @@
 //      only the killed worker has, so no survivor can resume it (test/cluster/resume.test.ts resumes one): it ends
 //      `failed` with reason `worker_lost`; later executions go to the survivor.
 import test from 'ava';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
-import { startScriptedLlm, type ChatRequest } from '../support/scripted-llm.ts';
+import { eventually, type NodeProcess } from '../support/node-process.ts';
+import { allActive, llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
 import { api, readSse, type Api } from './support.ts';
 
 const agent = (name: string, labels = ''): string => `apiVersion: orch.dev/v1
@@ -29,41 +23,15 @@ spec:
   security: { resources: { timeout: 300 } }
 `;
 
-function text(body: ChatRequest): string {
-  return body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
-}
-
 test.serial('one controller, three workers: round-robin, tag routing, drain, SIGKILL of a worker mid-execution', async (t) => {
   t.timeout(300_000);
-  const holds = new Map<string, () => void>();
-  const asked = new Set<string>();
-  const llm = await startScriptedLlm(async (body) => {
-    const m = /hold:(\w+)/.exec(text(body));
-    if (m?.[1]) {
-      asked.add(m[1]);
-      await new Promise<void>((r) => holds.set(m[1]!, r));
-    }
-    return { content: 'done' };
-  });
-  t.teardown(() => {
-    for (const r of holds.values()) r();
-    return llm.close();
-  });
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-routing-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
-  t.teardown(() => db.close());
+  const llm = await startHoldingLlm(t);
+  const { holds, asked } = llm;
+  const s = await scratch(t, 'orch-routing-');
+  const db = s.db;
   const sfx = Math.random().toString(36).slice(2, 7);
-  const llmSection = `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n`;
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
-    t.teardown(() => node.child.kill('SIGKILL'));
-    return node;
-  };
+  const llmSection = llmProviders(llm.url);
+  const start = nodeStarter(t, s);
   const ctlId = `ctl-${sfx}`;
   const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
   t.truthy(ctl.banner.cluster);
@@ -75,11 +43,7 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
     await Promise.all(Object.entries(ids).map(async ([k, id]) => [id, await start(id, workerBody(id, k === 'b' ? `gpu, pin-${k}` : `pin-${k}`))] as const)),
   ) as Record<string, NodeProcess>;
 
-  await eventually(async () => {
-    const r = await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes');
-    const active = r.body.nodes.filter((n) => Object.values(ids).includes(n.node_id) && n.status === 'ACTIVE');
-    return active.length === 3 ? true : undefined;
-  }, 30_000, 'three ACTIVE workers');
+  await allActive(C, Object.values(ids), 30_000, 'three ACTIVE workers');
 
   const pins = Object.keys(ids).map((k) => [`pinned-${k}`, `"orch.dev/node-tags": pin-${k}`] as const);
   for (const [name, labels] of [['plain', ''], ['gpu-only', '"orch.dev/node-tags": gpu'], ...pins] as const) {

@@ -4,17 +4,11 @@
 // heartbeat periods) without restarting — same pid, same node id, same registration — and the survivor sees it
 // ACTIVE with fresh heartbeats and routes an execution started through it to that worker.
 import test from 'ava';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
 import { redisUrl } from '../support/redis.ts';
 import { makeTestIdp } from '../support/jwks.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
-import { startScriptedLlm, type ChatRequest } from '../support/scripted-llm.ts';
+import { eventually } from '../support/node-process.ts';
+import { llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
 import { api, type Api } from './support.ts';
 
 interface NodeJson {
@@ -34,43 +28,19 @@ spec:
   security: { resources: { timeout: 300 } }
 `;
 
-function text(body: ChatRequest): string {
-  return body.messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
-}
-
 test('SIGKILL of the controller a worker heartbeats to: the worker moves to the other one without a restart and runs its executions', async (t) => {
   t.timeout(6 * 60_000);
   // `hold:<key>` in the input makes the model wait until the test releases it, so the execution's owner can be read.
-  const holds = new Map<string, () => void>();
-  const llm = await startScriptedLlm(async (body) => {
-    const m = /hold:(\w+)/.exec(text(body));
-    if (m?.[1]) await new Promise<void>((r) => holds.set(m[1]!, r));
-    return { content: 'done' };
-  });
-  t.teardown(() => {
-    for (const r of holds.values()) r();
-    return llm.close();
-  });
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-failover-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
-  t.teardown(() => db.close());
+  const llm = await startHoldingLlm(t);
+  const { holds } = llm;
+  const s = await scratch(t, 'orch-failover-');
+  const db = s.db;
   const idp = await makeTestIdp();
   const tenant = `t-${randomBytes(4).toString('hex')}`;
   const token = await idp.sign({ sub: 'alice', tenant_id: tenant, realm_access: { roles: ['tenant-admin'] } });
   const sfx = randomBytes(3).toString('hex');
   const auth = `  auth: { issuer: ${idp.issuer}, audience: ${idp.audience}, jwks_file: ${idp.jwksFile} }\n`;
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}${auth}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: redisUrl() });
-    t.teardown(() => {
-      node.child.kill('SIGKILL');
-    });
-    return node;
-  };
+  const start = nodeStarter(t, s, { redisUrl: redisUrl(), specTail: auth });
   const cluster = 'heartbeat_interval_seconds: 1, missed_heartbeats: 3';
   const [a, b] = await Promise.all(
     ['ctl-a', 'ctl-b'].map((n) => start(`${n}-${sfx}`, `  node: { id: ${n}-${sfx}, role: controller }\n  cluster: { ${cluster}, workflow_lease_seconds: 6 }\n`)),
@@ -82,7 +52,7 @@ test('SIGKILL of the controller a worker heartbeats to: the worker moves to the 
     workerId,
     `  node: { id: ${workerId}, role: worker }\n` +
       `  cluster: { controller: ["${a!.banner.cluster}", "${b!.banner.cluster}"], ${cluster} }\n` +
-      `  llm_providers:\n    - { name: scripted, type: openai, endpoint: "${llm.url}", api_key: test-key, models: [ { alias: default, model: scripted-1 } ] }\n` +
+      llmProviders(llm.url) +
       `  runtime: { default_isolation: process }\n`,
   );
   const pid = worker.child.pid;

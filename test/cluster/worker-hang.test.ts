@@ -4,14 +4,9 @@
 // execution `failed` (`worker_lost`). When the worker is thawed (SIGCONT) its execution's row has moved on (a new
 // epoch): whatever it tries to write is fenced off, the execution stays failed, and the worker rejoins ACTIVE.
 import test from 'ava';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
+import { eventually } from '../support/node-process.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
+import { allActive, llmProviders, nodeStarter, nodeStatus, scratch } from './processes.ts';
 import { api, type Api } from './support.ts';
 
 const AGENT = `apiVersion: orch.dev/v1
@@ -37,33 +32,19 @@ test('a frozen worker (no RST, heartbeats stop) is found by the heartbeat deadli
     release?.();
     return llm.close();
   });
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-hang-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
-  t.teardown(() => db.close());
+  const s = await scratch(t, 'orch-hang-');
+  const db = s.db;
+  const start = nodeStarter(t, s);
   const sfx = Math.random().toString(36).slice(2, 7);
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
-    t.teardown(() => {
-      node.child.kill('SIGCONT');
-      node.child.kill('SIGKILL');
-    });
-    return node;
-  };
   const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
   const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
   const wid = `w-${sfx}`;
   const worker = await start(
     wid,
-    `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n  llm_providers:\n    - { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ { alias: default, model: m } ] }\n`,
+    `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n${llmProviders(llm.url)}`,
   );
-  const statusOf = async (): Promise<string | undefined> =>
-    (await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes')).body.nodes.find((n) => n.node_id === wid)?.status;
-  await eventually(async () => ((await statusOf()) === 'ACTIVE' ? true : undefined), 30_000, 'the worker to join');
+  const statusOf = (): Promise<string | undefined> => nodeStatus(C, wid);
+  await allActive(C, [wid], 30_000, 'the worker to join');
   const dep = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: AGENT });
   t.is(dep.status, 201, JSON.stringify(dep.body));
   const ex = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'wait' });

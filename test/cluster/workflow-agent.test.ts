@@ -2,14 +2,9 @@
 // starts the state's execution through the controller's ExecutionService, which routes and forwards it to the only
 // worker; the run completes with the model's answer, and the execution row says the worker ran it.
 import test from 'ava';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
+import { eventually } from '../support/node-process.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
+import { allActive, llmProviders, nodeStarter, scratch } from './processes.ts';
 import { api, type Api } from './support.ts';
 
 const AGENT = `apiVersion: orch.dev/v1
@@ -43,31 +38,18 @@ test('a workflow on a controller runs its Agent state on a worker', async (t) =>
   t.timeout(180_000);
   const llm = await startScriptedLlm(async () => ({ content: 'forty-two' }));
   t.teardown(() => llm.close());
-  const database = await createTestDatabase();
-  t.teardown(() => database.drop());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-agent-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await openDb({ url: database.url, dataDir: dir }, silentLogger());
-  t.teardown(() => db.close());
+  const s = await scratch(t, 'orch-wf-agent-');
+  const db = s.db;
+  const start = nodeStarter(t, s);
   const sfx = Math.random().toString(36).slice(2, 7);
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined });
-    t.teardown(() => node.child.kill('SIGKILL'));
-    return node;
-  };
   const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1 }\n`);
   const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
   const wid = `w-${sfx}`;
   await start(
     wid,
-    `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1 }\n  llm_providers:\n    - { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ { alias: default, model: m } ] }\n`,
+    `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1 }\n${llmProviders(llm.url)}`,
   );
-  await eventually(async () => {
-    const r = await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes');
-    return r.body.nodes.find((n) => n.node_id === wid)?.status === 'ACTIVE' ? true : undefined;
-  }, 30_000, 'the worker to join');
+  await allActive(C, [wid], 30_000, 'the worker to join');
   t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
   const dep = await api(C, 'POST', '/v1/workflows', WORKFLOW, 'application/yaml');
   t.is(dep.status, 201, JSON.stringify(dep.body));
