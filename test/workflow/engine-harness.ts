@@ -18,7 +18,8 @@ import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
 import type { EngineDeps } from '../../src/workflow/engine/run.ts';
 import type { WorkflowExecutionRow } from '../../src/workflow/engine/repo.ts';
 import { getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
-import type { StateKind } from '../../src/workflow/manifest/types.ts';
+import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
+import type { StateKind, WorkflowManifest } from '../../src/workflow/manifest/types.ts';
 import { WorkflowDefinitionService } from '../../src/workflow/registry/service.ts';
 import { createTestDatabase } from '../support/pg.ts';
 
@@ -111,4 +112,21 @@ ${extra}spec:
   initial_state: ${initial}
   states:
 ${states}`;
+}
+
+/** A throwaway PostgreSQL database with every migration and no engine: for the tests of the engine's writers. */
+export async function migratedPg(t: ExecutionContext): Promise<Db> {
+  const tdb = await createTestDatabase();
+  t.teardown(() => tdb.drop());
+  const db = await openPg(tdb.url, { logger: silentLogger() });
+  t.teardown(() => db.close());
+  await migrate(db, silentLogger());
+  return db;
+}
+
+/** `yaml` parsed; a test manifest that does not parse is a mistake of the test, thrown. */
+export function parsedManifest(yaml: string): WorkflowManifest {
+  const parsed = parseWorkflowManifest(yaml);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+  return parsed.manifest;
 }

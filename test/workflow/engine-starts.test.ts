@@ -5,19 +5,12 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openPg } from '../../src/storage/pg.ts';
 import { StartWriter, type StartWrite } from '../../src/workflow/engine/starts.ts';
-import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { migratedPg, parsedManifest } from './engine-harness.ts';
 
 test('batched starts: one run per idempotency key, stimulus and run written together, a refused start fails alone', async (t) => {
-  const tdb = await createTestDatabase();
-  t.teardown(() => tdb.drop());
-  const db = await openPg(tdb.url, { logger: silentLogger() });
-  t.teardown(() => db.close());
-  await migrate(db, silentLogger());
-  const parsed = parseWorkflowManifest(`apiVersion: orch.dev/v1
+  const db = await migratedPg(t);
+  const manifest = parsedManifest(`apiVersion: orch.dev/v1
 kind: Workflow
 metadata: { name: w, version: 1.0.0 }
 spec:
@@ -25,8 +18,6 @@ spec:
   states:
     a: { kind: System, command: 'true', transitions: [] }
 `);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  const manifest = parsed.manifest;
   const tenant = `t-${randomUUID()}`;
   const start = (key: string | null | undefined, workflowId: string = randomUUID()): StartWrite => {
     const id = randomUUID();

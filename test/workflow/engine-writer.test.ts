@@ -4,21 +4,31 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openPg } from '../../src/storage/pg.ts';
+import type { Db } from '../../src/storage/db.ts';
 import { claimRow, type RowFence } from '../../src/storage/row-lease.ts';
 import { insertWorkflowExecution, getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter, type RunSnapshot } from '../../src/workflow/engine/writer.ts';
-import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { migratedPg, parsedManifest } from './engine-harness.ts';
+
+/** Runs `ids` of the workflow `w` of `yaml` for tenant `t`, started and claimed by node-a. */
+async function insertRuns(db: Db, ids: string[], yaml: string): Promise<void> {
+  const manifest = parsedManifest(yaml);
+  for (const id of ids) {
+    await insertWorkflowExecution(
+      db,
+      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
+      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
+    );
+  }
+}
 
 test('batched steps commit together; a fenced-off step is rejected alone', async (t) => {
-  const tdb = await createTestDatabase();
-  t.teardown(() => tdb.drop());
-  const db = await openPg(tdb.url, { logger: silentLogger() });
-  t.teardown(() => db.close());
-  await migrate(db, silentLogger());
-  const parsed = parseWorkflowManifest(`apiVersion: orch.dev/v1
+  const db = await migratedPg(t);
+  const ids = [randomUUID(), randomUUID(), randomUUID()];
+  await insertRuns(
+    db,
+    ids,
+    `apiVersion: orch.dev/v1
 kind: Workflow
 metadata: { name: w, version: 1.0.0 }
 spec:
@@ -26,16 +36,8 @@ spec:
   states:
     a: { kind: System, command: 'true', transitions: [{ target: b }] }
     b: { kind: System, command: 'true', transitions: [] }
-`);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  const ids = [randomUUID(), randomUUID(), randomUUID()];
-  for (const id of ids) {
-    await insertWorkflowExecution(
-      db,
-      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest: parsed.manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
-      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
-    );
-  }
+`,
+  );
   const fence = (id: string): RowFence => ({ table: 'workflow_executions', keyColumn: 'id', key: id, nodeId: 'node-a', epoch: 0 });
   // Another node takes over the third run (its claim expired).
   await db.query(`UPDATE workflow_executions SET lease_expires_at = now() - INTERVAL '1 second' WHERE id = $1`, [ids[2]]);
@@ -87,30 +89,22 @@ spec:
 });
 
 test('runs resumed by one commit write their next steps into one commit, not one commit each', async (t) => {
-  const tdb = await createTestDatabase();
-  t.teardown(() => tdb.drop());
-  const db = await openPg(tdb.url, { logger: silentLogger() });
-  t.teardown(() => db.close());
-  await migrate(db, silentLogger());
-  const parsed = parseWorkflowManifest(`apiVersion: orch.dev/v1
+  const db = await migratedPg(t);
+  const RUNS = 16;
+  const STEPS = 5;
+  const ids = Array.from({ length: RUNS }, () => randomUUID());
+  await insertRuns(
+    db,
+    ids,
+    `apiVersion: orch.dev/v1
 kind: Workflow
 metadata: { name: w, version: 1.0.0 }
 spec:
   initial_state: a
   states:
     a: { kind: System, command: 'true', transitions: [] }
-`);
-  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
-  const RUNS = 16;
-  const STEPS = 5;
-  const ids = Array.from({ length: RUNS }, () => randomUUID());
-  for (const id of ids) {
-    await insertWorkflowExecution(
-      db,
-      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest: parsed.manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
-      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
-    );
-  }
+`,
+  );
   // Two transactions may be in flight: the old writer sent the first step to come back after a commit alone, at once.
   const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 2 });
   const run = async (id: string): Promise<void> => {
