@@ -1,9 +1,12 @@
 // SQL for the executions table. Every read is scoped by tenant except the ones the owning actor makes by id.
 import type { Queryable } from '../../storage/db.ts';
+import type { LeasedTable } from '../../actors/leased-row/table.ts';
 import type { AgentManifest } from '../manifest/types.ts';
 
 export type ExecutionStatus = 'pending' | 'running' | 'completed' | 'failed' | 'cancelled';
 export const NON_TERMINAL: readonly ExecutionStatus[] = ['pending', 'running'];
+/** The rows an ExecutionActor drives, for the leased-row claim and recovery queries. */
+export const EXECUTIONS_TABLE: LeasedTable = { table: 'executions', keyColumn: 'id', activeStatuses: NON_TERMINAL };
 
 export function isTerminal(status: string): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
@@ -107,17 +110,6 @@ export async function listExecutions(db: Queryable, tenantId: string, f: ListFil
     params,
   );
   return res.rows;
-}
-
-/** Ids of non-terminal executions this node should run after a start: its own, unowned, or with an expired claim. */
-export async function recoverableExecutionIds(db: Queryable, nodeId: string): Promise<string[]> {
-  const res = await db.query<{ id: string }>(
-    `SELECT id FROM executions WHERE status IN ('pending', 'running')
-       AND (owner_node IS NULL OR owner_node = $1 OR lease_expires_at IS NULL OR lease_expires_at < now())
-     ORDER BY created_at`,
-    [nodeId],
-  );
-  return res.rows.map((r) => r.id);
 }
 
 export async function deleteExecution(tx: Queryable, tenantId: string, id: string): Promise<number> {

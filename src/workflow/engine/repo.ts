@@ -1,11 +1,14 @@
 // SQL for workflow_executions. Reads from the API are scoped by tenant; the owning actor reads its row by id and
 // writes it only through the fenced writer (writer.ts).
 import type { Queryable } from '../../storage/db.ts';
+import { recoverableRowKeys, type LeasedTable } from '../../actors/leased-row/table.ts';
 import type { WorkflowManifest } from '../manifest/types.ts';
 import type { NewWorkflowEvent } from './events.ts';
 
 export type WorkflowStatus = 'running' | 'waiting_for_human_input' | 'completed' | 'failed' | 'cancelled';
 export const NON_TERMINAL_STATUSES: readonly WorkflowStatus[] = ['running', 'waiting_for_human_input'];
+/** The rows a WorkflowActor drives, for the leased-row claim and recovery queries. */
+export const WORKFLOW_EXECUTIONS_TABLE: LeasedTable = { table: 'workflow_executions', keyColumn: 'id', activeStatuses: NON_TERMINAL_STATUSES };
 
 export function isTerminalStatus(status: string): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
@@ -162,14 +165,8 @@ export async function listWorkflowExecutions(db: Queryable, tenantId: string, f:
 }
 
 /** Non-terminal runs this node should drive after a start: its own, unowned, or with an expired claim. */
-export async function recoverableWorkflowIds(db: Queryable, nodeId: string): Promise<string[]> {
-  const res = await db.query<{ id: string }>(
-    `SELECT id FROM workflow_executions WHERE status IN ('running', 'waiting_for_human_input')
-       AND (owner_node IS NULL OR owner_node = $1 OR lease_expires_at IS NULL OR lease_expires_at < now())
-     ORDER BY created_at`,
-    [nodeId],
-  );
-  return res.rows.map((r) => r.id);
+export function recoverableWorkflowIds(db: Queryable, nodeId: string): Promise<string[]> {
+  return recoverableRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, nodeId);
 }
 
 export async function deleteWorkflowExecution(tx: Queryable, tenantId: string, id: string): Promise<number> {
