@@ -6,9 +6,7 @@
 //   worker-loss — real processes: one controller and a worker; each round starts an execution that the scripted
 //               model holds, SIGKILLs the worker, and measures until the execution is recorded `failed`
 //               (`worker_lost`); a fresh worker joins for the next round.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../src/logging/logger.ts';
 import { openDb } from '../src/storage/open.ts';
@@ -23,8 +21,8 @@ import { routeExecutionHandler } from '../src/cluster/grpc/routing-handlers.ts';
 import { startGrpcServer } from '../src/gateway/grpc/start.ts';
 import { RouteExecutionRequest } from '../src/gen/orch/cluster/v1/cluster.js';
 import { createTestDatabase } from '../test/support/pg.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
-import { startScriptedLlm, type ChatRequest } from '../test/support/scripted-llm.ts';
+import { eventually } from '../test/support/node-process.ts';
+import { allActive, Cleanup, llmProviders, nodeStarter, scratch, startHoldingLlm } from '../test/cluster/processes.ts';
 import { api } from '../test/cluster/support.ts';
 
 async function addWorkers(db: Db, n: number): Promise<void> {
@@ -129,28 +127,11 @@ spec:
 
 /** ms from SIGKILL of the worker to the execution recorded failed (worker_lost), one sample per round. */
 export async function benchWorkerLoss(rounds: number, out: (line: string) => void): Promise<number[]> {
-  const asked = new Set<string>();
-  const holds: (() => void)[] = [];
-  const llm = await startScriptedLlm(async (body: ChatRequest) => {
-    const m = /hold:(\w+)/.exec(body.messages.map((x) => (typeof x.content === 'string' ? x.content : '')).join('\n'));
-    if (m?.[1]) {
-      asked.add(m[1]);
-      await new Promise<void>((r) => holds.push(r));
-    }
-    return { content: 'done' };
-  });
-  const database = await createTestDatabase();
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-loss-'));
-  const nodes: NodeProcess[] = [];
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined, ORCH_LOG_LEVEL: 'warn' });
-    nodes.push(node);
-    return node;
-  };
+  const cleanup = new Cleanup();
   const samples: number[] = [];
   try {
+    const { url: llmUrl, asked } = await startHoldingLlm(cleanup);
+    const start = nodeStarter(cleanup, await scratch(cleanup, 'orch-bench-loss-'), { env: { ORCH_LOG_LEVEL: 'warn' } });
     const ctl = await start('ctl', '  node: { id: ctl, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n');
     const C = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
     const dep = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: AGENT });
@@ -159,12 +140,9 @@ export async function benchWorkerLoss(rounds: number, out: (line: string) => voi
       const id = `w${r}`;
       const worker = await start(
         id,
-        `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n  llm_providers:\n    - { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ { alias: default, model: m } ] }\n`,
+        `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n${llmProviders(llmUrl)}`,
       );
-      await eventually(async () => {
-        const n = await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes');
-        return n.body.nodes.find((x) => x.node_id === id)?.status === 'ACTIVE' ? true : undefined;
-      }, 30_000, `${id} to join`);
+      await allActive(C, [id], 30_000, `${id} to join`);
       const ex = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: `hold:r${r}` });
       await eventually(async () => (asked.has(`r${r}`) ? true : undefined), 30_000, 'the execution to run');
       const killedAt = performance.now();
@@ -179,11 +157,7 @@ export async function benchWorkerLoss(rounds: number, out: (line: string) => voi
       out(`  round ${r + 1}: worker_lost recorded ${Math.round(ms)} ms after SIGKILL`);
     }
   } finally {
-    for (const h of holds) h();
-    for (const n of nodes) n.child.kill('SIGKILL');
-    await llm.close();
-    await database.drop().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await cleanup.run();
   }
   return samples;
 }

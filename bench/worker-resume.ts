@@ -7,14 +7,9 @@
 //   resumed  — SIGKILL → the survivor's model request for the interrupted step reaches the scripted model;
 //   detected → resumed — the last minus the first: what the issue's "work resumed under 10 s" counts after detection.
 // A fresh worker replaces the killed one before the next round.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { silentLogger } from '../src/logging/logger.ts';
-import { openDb } from '../src/storage/open.ts';
-import { createTestDatabase } from '../test/support/pg.ts';
-import { eventually, startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
+import { eventually, type NodeProcess } from '../test/support/node-process.ts';
 import { startScriptedLlm, type ChatRequest } from '../test/support/scripted-llm.ts';
+import { allActive, Cleanup, conversation, llmProviders, nodeStarter, scratch } from '../test/cluster/processes.ts';
 import { api } from '../test/cluster/support.ts';
 
 const AGENT = `apiVersion: orch.dev/v1
@@ -37,43 +32,40 @@ export async function benchWorkerResume(rounds: number, out: (line: string) => v
   // Per round key: the wall-clock times (ms since epoch) at which the model was asked.
   const asks = new Map<string, number[]>();
   const holds: (() => void)[] = [];
-  const llm = await startScriptedLlm(async (body: ChatRequest) => {
-    const m = /hold:(\w+)/.exec(body.messages.map((x) => (typeof x.content === 'string' ? x.content : '')).join('\n'));
-    if (m?.[1]) {
-      const seen = asks.get(m[1]) ?? [];
-      seen.push(Date.now());
-      asks.set(m[1], seen);
-      // The first ask is held (its worker is killed while it waits); the survivor's ask is answered.
-      if (seen.length === 1) await new Promise<void>((r) => holds.push(r));
-    }
-    return { content: 'done' };
-  });
-  const database = await createTestDatabase();
-  const db = await openDb({ url: database.url, dataDir: os.tmpdir() }, silentLogger());
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-resume-'));
-  const nodes = new Map<string, NodeProcess>();
-  const start = async (name: string, body: string): Promise<NodeProcess> => {
-    const file = path.join(dir, `${name}.yaml`);
-    await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${body}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(dir, name), DATABASE_URL: database.url, REDIS_URL: undefined, ORCH_LOG_LEVEL: 'warn' });
-    nodes.set(name, node);
-    return node;
-  };
+  const cleanup = new Cleanup();
   const samples: ResumeSample[] = [];
   try {
+    const llm = await startScriptedLlm(async (body: ChatRequest) => {
+      const m = /hold:(\w+)/.exec(conversation(body));
+      if (m?.[1]) {
+        const seen = asks.get(m[1]) ?? [];
+        seen.push(Date.now());
+        asks.set(m[1], seen);
+        // The first ask is held (its worker is killed while it waits); the survivor's ask is answered.
+        if (seen.length === 1) await new Promise<void>((r) => holds.push(r));
+      }
+      return { content: 'done' };
+    });
+    cleanup.teardown(() => {
+      for (const h of holds) h();
+      return llm.close();
+    });
+    const s = await scratch(cleanup, 'orch-bench-resume-');
+    const db = s.db;
+    const startNode = nodeStarter(cleanup, s, { env: { ORCH_LOG_LEVEL: 'warn' } });
+    const nodes = new Map<string, NodeProcess>();
+    const start = async (name: string, spec: string): Promise<NodeProcess> => {
+      const node = await startNode(name, spec);
+      nodes.set(name, node);
+      return node;
+    };
     const ctl = await start('ctl', '  node: { id: ctl, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n');
     const C = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
     let next = 0;
     const addWorker = async (): Promise<string> => {
       const id = `w${next++}`;
-      await start(
-        id,
-        `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n  llm_providers:\n    - { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ { alias: default, model: m } ] }\n`,
-      );
-      await eventually(async () => {
-        const n = await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes');
-        return n.body.nodes.find((x) => x.node_id === id)?.status === 'ACTIVE' ? true : undefined;
-      }, 60_000, `${id} to join`);
+      await start(id, `  node: { id: ${id}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n${llmProviders(llm.url)}`);
+      await allActive(C, [id], 60_000, `${id} to join`);
       return id;
     };
     await addWorker();
@@ -107,12 +99,7 @@ export async function benchWorkerResume(rounds: number, out: (line: string) => v
       if (r + 1 < rounds) await addWorker();
     }
   } finally {
-    for (const h of holds) h();
-    for (const n of nodes.values()) n.child.kill('SIGKILL');
-    await llm.close();
-    await db.close();
-    await database.drop().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await cleanup.run();
   }
   return samples;
 }

@@ -1,6 +1,7 @@
 // Real-process cluster fixtures shared by the tests that run `orch up` controllers and workers on loopback: a scratch
 // database and directory, a node starter writing each node's NodeConfig, the scripted model's provider section,
 // membership polling through the controller's API, and the `hold:<key>` model the routing tests steer with.
+// The benches of worker loss use them too: they pass a Cleanup where a test passes its ExecutionContext.
 import type { ExecutionContext } from 'ava';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -12,6 +13,23 @@ import { createTestDatabase } from '../support/pg.ts';
 import { eventually, startOrchNode, type NodeProcess } from '../support/node-process.ts';
 import { startScriptedLlm, type ChatRequest } from '../support/scripted-llm.ts';
 import { api, type Api } from './support.ts';
+
+/** Where a fixture registers its clean-up: an ava test's `t`, or a bench's Cleanup. */
+export type Teardowns = Pick<ExecutionContext, 'teardown'>;
+
+/** Teardowns for code that runs outside ava (benches): run() undoes what was registered, the last first, as ava does. */
+export class Cleanup implements Teardowns {
+  private readonly fns: (() => unknown)[] = [];
+
+  readonly teardown = (fn: () => unknown): void => {
+    this.fns.push(fn);
+  };
+
+  async run(): Promise<void> {
+    // Best effort: one failed clean-up (a database already dropped) must not keep the others from running.
+    for (const fn of this.fns.splice(0).reverse()) await Promise.resolve().then(fn).catch(() => undefined);
+  }
+}
 
 /** The text of every message of a chat request, joined: what the scripted models match on. */
 export function conversation(body: ChatRequest): string {
@@ -27,7 +45,7 @@ export interface HoldingLlm {
 }
 
 /** A scripted model answering `done`; a request whose text has `hold:<key>` waits until the test calls holds.get(key)(). */
-export async function startHoldingLlm(t: ExecutionContext): Promise<HoldingLlm> {
+export async function startHoldingLlm(t: Teardowns): Promise<HoldingLlm> {
   const holds = new Map<string, () => void>();
   const asked = new Set<string>();
   const llm = await startScriptedLlm(async (body) => {
@@ -60,7 +78,7 @@ export interface Scratch {
 }
 
 /** A throwaway PostgreSQL database and a scratch directory, both removed at teardown. */
-export async function scratch(t: ExecutionContext, prefix: string): Promise<Scratch> {
+export async function scratch(t: Teardowns, prefix: string): Promise<Scratch> {
   const database = await createTestDatabase();
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
@@ -75,17 +93,19 @@ export interface StarterOptions {
   redisUrl?: string;
   /** NodeConfig lines appended to every node's spec (e.g. a shared `auth:` section). */
   specTail?: string;
+  /** More environment of the node processes (e.g. ORCH_LOG_LEVEL). */
+  env?: Record<string, string | undefined>;
 }
 
 /**
  * Returns start(name, specLines): writes a NodeConfig named `name` with those spec lines and runs `orch up` on the
  * scratch database. Each node is killed at teardown; SIGCONT first, since a test may leave it frozen with SIGSTOP.
  */
-export function nodeStarter(t: ExecutionContext, s: Scratch, o: StarterOptions = {}): (name: string, spec: string) => Promise<NodeProcess> {
+export function nodeStarter(t: Teardowns, s: Scratch, o: StarterOptions = {}): (name: string, spec: string) => Promise<NodeProcess> {
   return async (name, spec) => {
     const file = path.join(s.dir, `${name}.yaml`);
     await writeFile(file, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${name} }\nspec:\n${spec}${o.specTail ?? ''}`);
-    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(s.dir, name), DATABASE_URL: s.url, REDIS_URL: o.redisUrl });
+    const node = await startOrchNode({ ORCH_CONFIG: file, ORCH_DATA_DIR: path.join(s.dir, name), DATABASE_URL: s.url, REDIS_URL: o.redisUrl, ...o.env });
     t.teardown(() => {
       node.child.kill('SIGCONT');
       node.child.kill('SIGKILL');
