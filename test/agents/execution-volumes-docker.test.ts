@@ -2,12 +2,8 @@
 // bind-mounted directly at its mount path (read-only for a read-only volume). The container's write lands in the
 // VolumeService's volume, and the end of the execution re-measures the volume so its quota is exact again.
 import test from 'ava';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { eventually } from '../support/node-process.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { startPodmanNode } from '../support/podman-node.ts';
+import { podmanScratch, startPodmanNode, volumeFile } from '../support/podman-node.ts';
 import { startScriptedLlm, textReply, toolCall, toolResultsSinceLastUser } from '../support/scripted-llm.ts';
 import { api } from './execution-scenarios.ts';
 
@@ -32,10 +28,7 @@ spec:
 `;
 
 test('podman without a FUSE daemon: volumes are bound directly; the write reaches the volume and is counted', async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bind-volumes-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await createTestDatabase();
-  t.teardown(() => db.drop());
+  const { dir, databaseUrl } = await podmanScratch(t, 'orch-bind-volumes-');
   let toolResult = '';
   const llm = await startScriptedLlm((body, i) => {
     if (i === 0) return toolCall('cmd_run', { command: 'sh', args: ['-c', SCRIPT] });
@@ -43,7 +36,7 @@ test('podman without a FUSE daemon: volumes are bound directly; the write reache
     return textReply('done');
   });
   t.teardown(() => llm.close());
-  const { s } = await startPodmanNode(t, { dir, id: 'bind-node', llmUrl: llm.url, databaseUrl: db.url });
+  const { s } = await startPodmanNode(t, { dir, id: 'bind-node', llmUrl: llm.url, databaseUrl });
 
   const agent = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: AGENT });
   t.is(agent.status, 201, JSON.stringify(agent.body));
@@ -68,8 +61,7 @@ test('podman without a FUSE daemon: volumes are bound directly; the write reache
   const listed = await api<{ volumes: { id: string; label: string }[] }>(s, 'GET', `/v1/volumes?owner_kind=execution&owner_ref=${executionId}`);
   const data = listed.body.volumes.find((v) => v.label === 'data');
   t.truthy(data);
-  const content = await fetch(`${s.http}/v1/volumes/${data!.id}/files/content?path=/x`, { headers: { authorization: `Bearer ${s.token}` } });
-  t.is(await content.text(), 'hi\n');
+  t.is((await volumeFile(s, data!.id, '/x')).text, 'hi\n');
   // Recounted at the end of the execution (the direct write bypassed the reservation).
   const used = await eventually(async () => {
     const q = await api<{ used_bytes: number }>(s, 'GET', `/v1/volumes/${data!.id}/quota`);

@@ -4,13 +4,11 @@
 // `echo hi > /data/x; cat /data/x` and a write to the read-only /ro. Then the file is seen through the VolumeService
 // (HTTP), the StorageEvents of the FSAL calls are in the database, the daemon unmounted and the grants are gone.
 import test from 'ava';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { eventually } from '../support/node-process.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { freePort, startFuseDaemon, startPodmanNode } from '../support/podman-node.ts';
+import { freePort, podmanScratch, startFuseDaemon, startPodmanNode, volumeFile, type VolumeJson as Vol } from '../support/podman-node.ts';
 import { startScriptedLlm, textReply, toolCall, toolResultsSinceLastUser } from '../support/scripted-llm.ts';
 import { api } from '../agents/execution-scenarios.ts';
 
@@ -47,22 +45,9 @@ spec:
       config: { subcommand_allowlist: { sh: [] } }
 `;
 
-interface Vol {
-  id: string;
-  label: string;
-  storage_class: string;
-  ttl_hours: number | null;
-  size_limit_bytes: number;
-  owner_kind: string;
-  owner_ref: string;
-}
-
 test('podman: an agent container sees its volumes through the FUSE daemon; writes reach the volume, read-only refuses', async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-agent-'));
+  const { dir, databaseUrl } = await podmanScratch(t, 'orch-fuse-agent-');
   const prefix = path.join(dir, 'fuse');
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await createTestDatabase();
-  t.teardown(() => db.drop());
 
   let toolResult = '';
   const llm = await startScriptedLlm((body, i) => {
@@ -76,7 +61,7 @@ test('podman: an agent container sees its volumes through the FUSE daemon; write
   t.teardown(() => llm.close());
 
   const fusePort = await freePort();
-  const { node, s } = await startPodmanNode(t, { dir, id: 'fuse-node', llmUrl: llm.url, databaseUrl: db.url, fusePort });
+  const { node, s } = await startPodmanNode(t, { dir, id: 'fuse-node', llmUrl: llm.url, databaseUrl, fusePort });
   // The daemon's FSAL is the node's runtime gRPC port; it authenticates with the node's (service account) token.
   const daemon = await startFuseDaemon(t, { port: fusePort, fsal: node.banner.grpc, prefix, token: s.token });
   t.true(daemon.fuse, 'the FUSE binding is loaded');
@@ -116,18 +101,17 @@ test('podman: an agent container sees its volumes through the FUSE daemon; write
   t.like(ro, { storage_class: 'ephemeral', ttl_hours: 24, size_limit_bytes: 64 * 1024 });
 
   // The file through the VolumeService, with exact quota accounting (the write went through the FSAL).
-  const content = await fetch(`${s.http}/v1/volumes/${data!.id}/files/content?path=/x`, { headers: { authorization: `Bearer ${s.token}` } });
+  const content = await volumeFile(s, data!.id, '/x');
   t.is(content.status, 200);
-  t.is(await content.text(), 'hi\n');
+  t.is(content.text, 'hi\n');
   const quota = await api<{ used_bytes: number }>(s, 'GET', `/v1/volumes/${data!.id}/quota`);
   t.is(quota.body.used_bytes, 3 + 4);
-  const viaTool = await fetch(`${s.http}/v1/volumes/${data!.id}/files/content?path=/from-tool.txt`, { headers: { authorization: `Bearer ${s.token}` } });
-  t.is(await viaTool.text(), 'tool', 'fs.write of the loop wrote into the volume');
+  t.is((await volumeFile(s, data!.id, '/from-tool.txt')).text, 'tool', 'fs.write of the loop wrote into the volume');
   const roFiles = await api<{ entries: unknown[] }>(s, 'GET', `/v1/volumes/${ro!.id}/files?path=/`);
   t.deepEqual(roFiles.body.entries, [], 'nothing was written to the read-only volume');
 
   // StorageEvents of the container's operations, persisted by the FSAL.
-  const client = new pg.Client({ connectionString: db.url });
+  const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   t.teardown(() => client.end());
   const events = await client.query<{ operation: string; path: string; status: string; bytes: string }>(

@@ -2,13 +2,15 @@
 // provider `scripted` (model alias `default`), optionally pointed at a FUSE daemon; and a real `orch fuse-daemon`
 // whose FSAL is a node's runtime gRPC port. Everything started is stopped by t.teardown.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ExecutionContext } from 'ava';
 import { DEFAULT_DOCKER_HOST } from '../../src/agents/runtime/docker.ts';
 import { ORCH_BIN, startOrchNode, type NodeProcess } from './node-process.ts';
+import { createTestDatabase } from './pg.ts';
 
 export const dockerHost = process.env.DOCKER_HOST || DEFAULT_DOCKER_HOST;
 
@@ -19,6 +21,39 @@ export async function freePort(): Promise<number> {
   const port = (srv.address() as net.AddressInfo).port;
   await new Promise((r) => srv.close(r));
   return port;
+}
+
+export interface PodmanScratch {
+  /** The node's config and data (and a FUSE mount prefix, if the test puts one under it); removed at teardown. */
+  dir: string;
+  /** A throwaway database for the node, dropped at teardown. */
+  databaseUrl: string;
+}
+
+export async function podmanScratch(t: ExecutionContext, prefix: string): Promise<PodmanScratch> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const db = await createTestDatabase();
+  t.teardown(() => db.drop());
+  return { dir, databaseUrl: db.url };
+}
+
+/** A volume as the VolumeService lists it (GET /v1/volumes). */
+export interface VolumeJson {
+  id: string;
+  label: string;
+  storage_class: string;
+  ttl_hours: number | null;
+  size_limit_bytes: number;
+  used_bytes: number;
+  owner_kind: string;
+  owner_ref: string;
+}
+
+/** A file of a volume read through the VolumeService's HTTP API. */
+export async function volumeFile(s: PodmanNode['s'], volumeId: string, filePath: string): Promise<{ status: number; text: string }> {
+  const r = await fetch(`${s.http}/v1/volumes/${volumeId}/files/content?path=${filePath}`, { headers: { authorization: `Bearer ${s.token}` } });
+  return { status: r.status, text: await r.text() };
 }
 
 export interface PodmanNode {

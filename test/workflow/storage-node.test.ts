@@ -13,14 +13,11 @@
 //     other): the quick step's end does not unmount it under the slow one;
 //   - the volumes are the run's (owner workflow_execution), the grants of the agent execution are gone at its end.
 import test from 'ava';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { DEFAULT_RUNTIME_IMAGE } from '../../src/agents/runtime/docker.ts';
 import { eventually } from '../support/node-process.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { freePort, startFuseDaemon, startPodmanNode } from '../support/podman-node.ts';
+import { freePort, podmanScratch, startFuseDaemon, startPodmanNode, volumeFile, type VolumeJson as Vol } from '../support/podman-node.ts';
 import { startScriptedLlm, textReply, toolCall, toolResultsSinceLastUser } from '../support/scripted-llm.ts';
 import { api } from '../agents/execution-scenarios.ts';
 
@@ -117,23 +114,9 @@ spec:
       transitions: []
 `;
 
-interface Vol {
-  id: string;
-  label: string;
-  storage_class: string;
-  ttl_hours: number | null;
-  size_limit_bytes: number;
-  used_bytes: number;
-  owner_kind: string;
-  owner_ref: string;
-}
-
 test('podman + FUSE: Agent and ContainerRun states mount the workflow volumes with their access modes and size limits', async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-storage-node-'));
+  const { dir, databaseUrl } = await podmanScratch(t, 'orch-wf-storage-node-');
   const prefix = path.join(dir, 'fuse');
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await createTestDatabase();
-  t.teardown(() => db.drop());
 
   let results: string[] = [];
   let again = '';
@@ -153,7 +136,7 @@ test('podman + FUSE: Agent and ContainerRun states mount the workflow volumes wi
   t.teardown(() => llm.close());
 
   const fusePort = await freePort();
-  const { node, s } = await startPodmanNode(t, { dir, id: 'wf-storage-node', llmUrl: llm.url, databaseUrl: db.url, fusePort });
+  const { node, s } = await startPodmanNode(t, { dir, id: 'wf-storage-node', llmUrl: llm.url, databaseUrl, fusePort });
   // The daemon's FSAL is the node's runtime gRPC port; it authenticates with the node's (service account) token.
   const daemon = await startFuseDaemon(t, { port: fusePort, fsal: node.banner.grpc, prefix, token: s.token });
   t.true(daemon.fuse, 'the FUSE binding is loaded');
@@ -166,7 +149,7 @@ test('podman + FUSE: Agent and ContainerRun states mount the workflow volumes wi
   t.is(run.status, 201, JSON.stringify(run.body));
   const runId = run.body.execution_id;
 
-  const client = new pg.Client({ connectionString: db.url });
+  const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   t.teardown(() => client.end());
   const row = await eventually(
@@ -201,10 +184,7 @@ test('podman + FUSE: Agent and ContainerRun states mount the workflow volumes wi
   t.regex(results[1] ?? '', /ENOSPC|no space/i, results[1]);
   t.regex(results[2] ?? '', /read-only|not writable|denied/i, results[2]);
 
-  const file = async (v: Vol, p: string): Promise<{ status: number; text: string }> => {
-    const r = await fetch(`${s.http}/v1/volumes/${v.id}/files/content?path=${p}`, { headers: { authorization: `Bearer ${s.token}` } });
-    return { status: r.status, text: await r.text() };
-  };
+  const file = (v: Vol, p: string): Promise<{ status: number; text: string }> => volumeFile(s, v.id, p);
   t.deepEqual(await file(ws, '/x'), { status: 200, text: 'hi\n' }, 'the agent wrote into the workflow workspace');
   t.is((await file(ws, '/whole.txt')).status, 404, 'nothing of the refused whole-file write');
   const quota = await api<{ used_bytes: number; size_limit_bytes: number }>(s, 'GET', `/v1/volumes/${ws.id}/quota`);
