@@ -89,13 +89,17 @@ export interface FuseDaemon {
   child: ChildProcess;
   /** The banner's word: the FUSE binding is loaded. */
   fuse: boolean;
+  /** The banner's address the daemon listens on (FuseMountService). */
+  address: string;
+  /** The banner's mount prefix. */
+  mountPrefix: string;
   /** What the daemon wrote to stderr so far. */
   stderr(): string;
   /** Resolves with the exit code once the daemon has exited. */
   exited: Promise<number | null>;
 }
 
-/** `orch fuse-daemon` listening on `port`, mounting under `prefix`, authenticating to the FSAL with `token`;
+/** `orch fuse-daemon` listening on `port` (0: any free one, read from the banner), mounting under `prefix`, authenticating to the FSAL with `token`;
  * resolves with its banner line read. */
 export async function startFuseDaemon(t: ExecutionContext, o: { port: number; fsal: string; prefix: string; token: string }): Promise<FuseDaemon> {
   const child = spawn(process.execPath, [ORCH_BIN, '--json', 'fuse-daemon', '--listen', `127.0.0.1:${o.port}`, '--fsal', o.fsal, '--mount-prefix', o.prefix, '--log-level', 'warn'], {
@@ -113,6 +117,6 @@ export async function startFuseDaemon(t: ExecutionContext, o: { port: number; fs
       createInterface({ input: child.stdout }).once('line', resolve);
       child.once('exit', () => reject(new Error(`fuse-daemon exited: ${stderr}`)));
     }),
-  ) as { fuse: boolean };
-  return { child, fuse: banner.fuse, stderr: () => stderr, exited };
+  ) as { fuse_daemon: string; mount_prefix: string; fuse: boolean };
+  return { child, fuse: banner.fuse, address: banner.fuse_daemon, mountPrefix: banner.mount_prefix, stderr: () => stderr, exited };
 }
