@@ -3,7 +3,8 @@
 // helpers that attest nodes with real Ed25519 keys through the real client.
 import { randomBytes } from 'node:crypto';
 import type { ServiceError } from '@grpc/grpc-js';
-import type { ExecutionContext } from 'ava';
+import type { ExecutionContext, TestFn } from 'ava';
+import os from 'node:os';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
 import { nodePeerKind, type NodePeerMessage } from '../../src/actors/node-peer/actor.ts';
 import { PeerWatch } from '../../src/actors/node-peer/watch.ts';
@@ -19,7 +20,7 @@ import { NodeRole, type NodeCapabilityAdvertisement } from '../../src/gen/orch/c
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { createTestDatabase, type TestDatabase } from '../support/pg.ts';
 
 export interface Controller {
   address: string;
@@ -47,6 +48,21 @@ export async function testDb(t: ExecutionContext): Promise<Db> {
     await database.drop();
   });
   return db;
+}
+
+/** One database for every test of a file: opened before the first test (handed to `use`), dropped after the last. */
+export function dbForFile(test: TestFn, use: (db: Db) => void): void {
+  let database: TestDatabase | undefined;
+  let db: Db | undefined;
+  test.before(async () => {
+    database = await createTestDatabase();
+    db = await openDb({ url: database.url, dataDir: os.tmpdir() }, silentLogger());
+    use(db);
+  });
+  test.after.always(async () => {
+    await db?.close();
+    await database?.drop();
+  });
 }
 
 /** A controller serving NodeClusterService on 127.0.0.1 (ephemeral port) over `db`. */

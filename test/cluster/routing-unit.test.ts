@@ -6,9 +6,7 @@
 // on a survivor (the loss recorded in its stream) until no survivor is left or its resumes are used up.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import os from 'node:os';
 import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import { ExecutionRouter, requirementsOf } from '../../src/cluster/routing.ts';
@@ -18,18 +16,10 @@ import { insertExecution } from '../../src/agents/execution/repo.ts';
 import { readExecutionEvents } from '../../src/agents/execution/events.ts';
 import { isOrchError } from '../../src/errors/catalog.ts';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { dbForFile } from './harness.ts';
 
 let db: Db;
-test.before(async (t) => {
-  const database = await createTestDatabase();
-  db = await openDb({ url: database.url, dataDir: os.tmpdir() }, silentLogger());
-  t.context = database;
-});
-test.after.always(async (t) => {
-  await db?.close();
-  await (t.context as { drop(): Promise<void> }).drop();
-});
+dbForFile(test, (d) => (db = d));
 
 async function member(id: string, status: string, tags: string[] = [], role = 'worker', runtimes = ['process']): Promise<void> {
   await db.query(

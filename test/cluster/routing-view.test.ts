@@ -2,26 +2,16 @@
 // operator's drain is answered, no decision may pick the drained member, and a status change announced on the bus by
 // any controller makes the next decision re-read membership. A long TTL makes the staleness certain without the fix.
 import test from 'ava';
-import os from 'node:os';
 import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import { ExecutionRouter } from '../../src/cluster/routing.ts';
 import { Membership } from '../../src/cluster/membership.ts';
 import { ClusterService } from '../../src/cluster/service.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { dbForFile } from './harness.ts';
 
 let db: Db;
-test.before(async (t) => {
-  const database = await createTestDatabase();
-  db = await openDb({ url: database.url, dataDir: os.tmpdir() }, silentLogger());
-  t.context = database;
-});
-test.after.always(async (t) => {
-  await db?.close();
-  await (t.context as { drop(): Promise<void> }).drop();
-});
+dbForFile(test, (d) => (db = d));
 
 async function member(id: string): Promise<void> {
   await db.query(
