@@ -3,9 +3,9 @@
 // can still take `cancel` and lease news, keep the claim alive, and stop acting the moment the claim is lost. A run
 // that throws goes to the supervisor, which recovers the actor from its row.
 //
-// The claim is kept alive one of two ways, chosen by the kind: a LeaseRenewer that renews all of a node's claims on
-// the table in one statement per tick (workflow runs), or, without one, each actor renewing its own row every third
-// of the lease (executions).
+// The claim is kept alive one of two ways, chosen by the kind's settings: a LeaseRenewer that renews all of a node's
+// claims on the table in one statement per tick (what the node wires for workflow runs and executions), or, without
+// one, each actor renewing its own row every third of the lease.
 import type { Logger } from '../../logging/logger.ts';
 import type { Queryable } from '../../storage/db.ts';
 import type { LeaseRenewer } from '../../storage/lease-renewer.ts';

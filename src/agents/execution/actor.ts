@@ -6,6 +6,7 @@
 import type { ActorHandle, ActorKind, ActorMessage } from '../../actors/kind.ts';
 import { LeasedRowBehaviour, type LeasedRowMessage } from '../../actors/leased-row/behaviour.ts';
 import { activeWhere, recoverableRowKeys } from '../../actors/leased-row/table.ts';
+import type { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import type { RowClaim } from '../../storage/row-lease.ts';
 import { ExecutionLoop, type LoopDeps } from './loop.ts';
 import { appendExecutionEvent } from './events.ts';
@@ -17,9 +18,10 @@ export type ExecutionMessage = LeasedRowMessage;
 
 export interface ExecutionActorSettings extends LoopDeps {
   leaseMs: number;
+  /** Renews every execution claim of this node in one statement per tick. Absent: each actor renews its own row. */
+  renewer?: LeaseRenewer | undefined;
 }
 
-// No batched renewer here on purpose (so far): each execution actor renews its own row every third of the lease.
 class ExecutionBehaviour extends LeasedRowBehaviour<ExecutionRow> {
   constructor(
     private readonly s: ExecutionActorSettings,
