@@ -119,7 +119,28 @@ export async function nodeStatus(c: Api, nodeId: string): Promise<string | undef
   return (await api<{ nodes: { node_id: string; status: string }[] }>(c, 'GET', '/v1/cluster/nodes')).body.nodes.find((n) => n.node_id === nodeId)?.status;
 }
 
+/** Waits until every node of `nodeIds` has `status` on the controller. */
+export async function allInStatus(c: Api, nodeIds: string[], status: string, timeoutMs: number, what: string): Promise<void> {
+  await eventually(async () => ((await Promise.all(nodeIds.map((id) => nodeStatus(c, id)))).every((s) => s === status) ? true : undefined), timeoutMs, what);
+}
+
 /** Waits until every node of `nodeIds` is ACTIVE on the controller. */
-export async function allActive(c: Api, nodeIds: string[], timeoutMs: number, what: string): Promise<void> {
-  await eventually(async () => ((await Promise.all(nodeIds.map((id) => nodeStatus(c, id)))).every((s) => s === 'ACTIVE') ? true : undefined), timeoutMs, what);
+export function allActive(c: Api, nodeIds: string[], timeoutMs: number, what: string): Promise<void> {
+  return allInStatus(c, nodeIds, 'ACTIVE', timeoutMs, what);
+}
+
+/** An execution as the controller's API shows it. */
+export interface ExecutionJson {
+  status: string;
+  reason: string | null;
+  final_output: string | null;
+  completed_at: string | null;
+}
+
+/** Waits until the execution has ended (completed, failed or cancelled); its API view then. */
+export function executionEnd(c: Api, id: string, timeoutMs: number, what = `execution ${id} to finish`): Promise<ExecutionJson> {
+  return eventually(async () => {
+    const d = await api<ExecutionJson>(c, 'GET', `/v1/executions/${id}`);
+    return d.body.status === 'pending' || d.body.status === 'running' ? undefined : d.body;
+  }, timeoutMs, what);
 }

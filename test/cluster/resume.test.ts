@@ -13,7 +13,7 @@ import test, { type ExecutionContext } from 'ava';
 import type { Db } from '../../src/storage/db.ts';
 import { eventually, type NodeProcess } from '../support/node-process.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
-import { allActive, conversation as text, llmProviders, nodeStarter, nodeStatus, scratch } from './processes.ts';
+import { allActive, conversation as text, executionEnd, llmProviders, nodeStarter, nodeStatus, scratch } from './processes.ts';
 import { api, readSse, type Api } from './support.ts';
 
 const REFINING = `apiVersion: orch.dev/v1
@@ -117,10 +117,7 @@ test.serial('SIGKILL of the worker mid-iteration: the execution resumes on the s
 
   const killedAt = Date.now();
   t.is(await workers[victim]!.kill('SIGKILL'), 'SIGKILL');
-  const done = await eventually(async () => {
-    const d = await api<{ status: string; reason: string | null; final_output: string | null }>(C, 'GET', `/v1/executions/${id}`);
-    return d.body.status === 'pending' || d.body.status === 'running' ? undefined : d.body;
-  }, 120_000, 'the execution to finish');
+  const done = await executionEnd(C, id, 120_000, 'the execution to finish');
   t.is(done.status, 'completed', done.reason ?? '');
   t.is(done.final_output, '{"answer": 2}');
   const after = await row(id);
@@ -223,10 +220,7 @@ test.serial('a frozen worker: missed heartbeats resume the execution on the surv
 
   t.true(workers[victim]!.child.kill('SIGSTOP'));
   const frozenAt = Date.now();
-  const done = await eventually(async () => {
-    const d = await api<{ status: string; reason: string | null; final_output: string | null }>(C, 'GET', `/v1/executions/${id}`);
-    return d.body.status === 'pending' || d.body.status === 'running' ? undefined : d.body;
-  }, 120_000, 'the execution to finish');
+  const done = await executionEnd(C, id, 120_000, 'the execution to finish');
   t.is(done.status, 'completed', done.reason ?? '');
   t.is(done.final_output, '{"answer": 2}');
   t.is(asked.it1, 1, 'iteration 1 replayed from the journal');

@@ -10,7 +10,7 @@
 //      `failed` with reason `worker_lost`; later executions go to the survivor.
 import test from 'ava';
 import { eventually, type NodeProcess } from '../support/node-process.ts';
-import { allActive, llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
+import { allActive, allInStatus, executionEnd, llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
 import { api, readSse, type Api } from './support.ts';
 
 const agent = (name: string, labels = ''): string => `apiVersion: orch.dev/v1
@@ -59,11 +59,7 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
     return r.body.execution_id;
   };
   const owner = async (id: string): Promise<string | null> => (await db.query<{ owner_node: string | null }>('SELECT owner_node FROM executions WHERE id = $1', [id])).rows[0]?.owner_node ?? null;
-  const finished = (id: string, ms = 60_000) =>
-    eventually(async () => {
-      const d = await api<{ status: string; reason: string | null; final_output: string | null; completed_at: string | null }>(C, 'GET', `/v1/executions/${id}`);
-      return d.body.status === 'completed' || d.body.status === 'failed' || d.body.status === 'cancelled' ? d.body : undefined;
-    }, ms, `execution ${id} to finish`);
+  const finished = (id: string, ms = 60_000) => executionEnd(C, id, ms);
   const landed = (id: string) => eventually(async () => {
     const o = await owner(id);
     return o && o !== ctlId ? o : undefined;
@@ -102,10 +98,7 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
   await eventually(async () => (asked.has('drain') ? true : undefined), 20_000, 'the held execution to ask the model');
   const dr = await api(C, 'POST', `/v1/cluster/nodes/${drained}/drain`, {});
   t.true(dr.status === 200 || dr.status === 202, JSON.stringify(dr.body));
-  await eventually(async () => {
-    const r = await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes');
-    return r.body.nodes.find((n) => n.node_id === drained)?.status === 'DRAINING' ? true : undefined;
-  }, 60_000, 'the worker to be DRAINING');
+  await allInStatus(C, [drained], 'DRAINING', 60_000, 'the worker to be DRAINING');
   const afterIds: string[] = [];
   for (let i = 0; i < 4; i++) afterIds.push(await run(plain, `d${i}`));
   const after: string[] = [];
@@ -139,10 +132,7 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
   t.is(lost.reason, 'worker_lost');
   t.true(detectedMs < 5000, `detected in ${detectedMs} ms`);
   const survivor = active.find((w) => w !== victim)!;
-  await eventually(async () => {
-    const r = await api<{ nodes: { node_id: string; status: string }[] }>(C, 'GET', '/v1/cluster/nodes');
-    return r.body.nodes.find((n) => n.node_id === victim)?.status === 'UNHEALTHY' ? true : undefined;
-  }, 60_000, 'the killed worker to be UNHEALTHY');
+  await allInStatus(C, [victim], 'UNHEALTHY', 60_000, 'the killed worker to be UNHEALTHY');
   const later: string[] = [];
   for (let i = 0; i < 2; i++) later.push(await run(plain, `s${i}`));
   for (const id of later) {

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { redisUrl } from '../support/redis.ts';
 import { makeTestIdp } from '../support/jwks.ts';
 import { eventually } from '../support/node-process.ts';
-import { llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
+import { executionEnd, llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
 import { api, type Api } from './support.ts';
 
 interface NodeJson {
@@ -105,10 +105,7 @@ test('SIGKILL of the controller a worker heartbeats to: the worker moves to the 
   }, 60_000, `execution ${id} running on a worker${diag()}`);
   t.is(owner, workerId, 'routed by the surviving controller to the worker');
   holds.get('survivor')!();
-  const done = await eventually(async () => {
-    const d = await api<{ status: string; final_output: string | null }>(B, 'GET', `/v1/executions/${id}`);
-    return ['completed', 'failed', 'cancelled'].includes(d.body.status) ? d.body : undefined;
-  }, 90_000, `execution ${id} to finish${diag()}`);
+  const done = await executionEnd(B, id, 90_000, `execution ${id} to finish${diag()}`);
   t.is(done.status, 'completed', JSON.stringify(done));
   t.is(worker.child.pid, pid);
   t.is(worker.child.exitCode, null, 'still the same worker process at the end');
