@@ -1,17 +1,10 @@
 // AgentService on both engines (PGlite in process, real PostgreSQL in a throwaway database): deploy, 409 without
 // force, force overwrites, versions kept, tenant isolation, global and user scopes, update and delete.
 import test from 'ava';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { Errors, OrchError } from '../../src/errors/catalog.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
-import type { Db } from '../../src/storage/db.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openPg } from '../../src/storage/pg.ts';
-import { openPglite } from '../../src/storage/pglite.ts';
 import { AgentManifestInvalid, AgentService } from '../../src/agents/service.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { freshPg, freshPglite, sharedDb, type Fresh } from '../support/engines.ts';
 
 const manifest = (name: string, version: string, instruction = 'Say hello.'): string => `apiVersion: orch.dev/v1
 kind: Agent
@@ -31,20 +24,11 @@ function isError(kind: (typeof Errors)[keyof typeof Errors], message?: RegExp) {
   return (err: unknown): boolean => err instanceof OrchError && err.spec === kind && (message === undefined || message.test(err.message));
 }
 
-type Fresh = () => Promise<{ db: Db; cleanup: () => Promise<void> }>;
-
 /** One database per engine, shared by that engine's tests, which run one after another on emptied tables. */
 function suite(kind: string, fresh: Fresh): void {
-  let shared: { db: Db; cleanup: () => Promise<void> } | undefined;
-  test.before(async () => {
-    shared = await fresh();
-    await migrate(shared.db);
-  });
-  test.after.always(async () => {
-    await shared?.cleanup();
-  });
+  const shared = sharedDb(test, fresh);
   const setup = async (_t: import('ava').ExecutionContext): Promise<AgentService> => {
-    const db = shared!.db;
+    const db = shared();
     await db.query('DELETE FROM agent_versions');
     await db.query('DELETE FROM agents');
     return new AgentService(db, silentLogger());
@@ -185,27 +169,5 @@ function suite(kind: string, fresh: Fresh): void {
   });
 }
 
-// A data dir (not memory://) so the cached initdb template makes each fresh database cheap.
-suite('pglite', async () => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-agents-'));
-  const db = await openPglite(path.join(dir, 'db'));
-  return {
-    db,
-    cleanup: async () => {
-      await db.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-});
-
-suite('pg', async () => {
-  const database = await createTestDatabase();
-  const db = await openPg(database.url, { poolSize: 6 });
-  return {
-    db,
-    cleanup: async () => {
-      await db.close();
-      await database.drop();
-    },
-  };
-});
+suite('pglite', freshPglite('orch-agents-'));
+suite('pg', freshPg);

@@ -3,17 +3,11 @@
 // user → tenant → global shadowing, tenant isolation, promote/demote with their roles, delete, and nothing written
 // for an invalid manifest.
 import test from 'ava';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { Errors, OrchError } from '../../src/errors/catalog.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openPg } from '../../src/storage/pg.ts';
-import { openPglite } from '../../src/storage/pglite.ts';
 import { WorkflowDefinitionService, WorkflowManifestInvalid } from '../../src/workflow/registry/service.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { freshPg, freshPglite, sharedDb, type Fresh } from '../support/engines.ts';
 
 const wf = (name: string, version: string, command = 'echo hi'): string => `apiVersion: orch.dev/v1
 kind: Workflow
@@ -37,19 +31,10 @@ function isError(kind: (typeof Errors)[keyof typeof Errors], message?: RegExp) {
   return (err: unknown): boolean => err instanceof OrchError && err.spec === kind && (message === undefined || message.test(err.message));
 }
 
-type Fresh = () => Promise<{ db: Db; cleanup: () => Promise<void> }>;
-
 function suite(kind: string, fresh: Fresh): void {
-  let shared: { db: Db; cleanup: () => Promise<void> } | undefined;
-  test.before(async () => {
-    shared = await fresh();
-    await migrate(shared.db);
-  });
-  test.after.always(async () => {
-    await shared?.cleanup();
-  });
+  const shared = sharedDb(test, fresh);
   const setup = async (): Promise<{ svc: WorkflowDefinitionService; db: Db }> => {
-    const db = shared!.db;
+    const db = shared();
     await db.query('DELETE FROM workflows');
     return { svc: new WorkflowDefinitionService(db, silentLogger()), db };
   };
@@ -189,26 +174,5 @@ function suite(kind: string, fresh: Fresh): void {
   });
 }
 
-suite('pglite', async () => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-workflows-'));
-  const db = await openPglite(path.join(dir, 'db'));
-  return {
-    db,
-    cleanup: async () => {
-      await db.close();
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-});
-
-suite('pg', async () => {
-  const database = await createTestDatabase();
-  const db = await openPg(database.url, { poolSize: 6 });
-  return {
-    db,
-    cleanup: async () => {
-      await db.close();
-      await database.drop();
-    },
-  };
-});
+suite('pglite', freshPglite('orch-workflows-'));
+suite('pg', freshPg);

@@ -1,0 +1,54 @@
+// The two storage engines a service test runs on: PGlite in process and real PostgreSQL in a throwaway database,
+// each opened once per file and migrated, shared by that engine's tests (which run one after another).
+import type { TestFn } from 'ava';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Db } from '../../src/storage/db.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openPg } from '../../src/storage/pg.ts';
+import { openPglite } from '../../src/storage/pglite.ts';
+import { createTestDatabase } from './pg.ts';
+
+export type Fresh = () => Promise<{ db: Db; cleanup: () => Promise<void> }>;
+
+/** PGlite in a data dir under a fresh `prefix` directory (not memory://: the cached initdb template makes it cheap). */
+export function freshPglite(prefix: string): Fresh {
+  return async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+    const db = await openPglite(path.join(dir, 'db'));
+    return {
+      db,
+      cleanup: async () => {
+        await db.close();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  };
+}
+
+/** A throwaway PostgreSQL database. */
+export const freshPg: Fresh = async () => {
+  const database = await createTestDatabase();
+  const db = await openPg(database.url, { poolSize: 6 });
+  return {
+    db,
+    cleanup: async () => {
+      await db.close();
+      await database.drop();
+    },
+  };
+};
+
+/** One migrated database from `fresh`, opened before the file's first test and closed after its last; returns its getter. */
+export function sharedDb(test: TestFn, fresh: Fresh): () => Db {
+  let shared: { db: Db; cleanup: () => Promise<void> } | undefined;
+  test.before(async () => {
+    shared = await fresh();
+    await migrate(shared.db);
+  });
+  test.after.always(async () => {
+    await shared?.cleanup();
+  });
+  return () => shared!.db;
+}
