@@ -4,16 +4,13 @@ import test from 'ava';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
-import { installAuth } from '../../src/gateway/http/auth-hook.ts';
-import { installErrorHandling } from '../../src/gateway/http/errors.ts';
+import type { FastifyInstance } from 'fastify';
 import { registerAgentRoutes } from '../../src/gateway/http/agent-routes.ts';
-import { registerUnimplementedRoutes } from '../../src/gateway/http/unimplemented.ts';
 import { AgentService } from '../../src/agents/service.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
 import type { Db } from '../../src/storage/db.ts';
+import { httpCall, startAuthedApp, type CallOptions, type Res } from '../support/http-app.ts';
 import { makeTestIdp } from '../support/jwks.ts';
 
 let app: FastifyInstance;
@@ -37,14 +34,7 @@ test.before(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'orch-agent-routes-'));
   idp = await makeTestIdp();
   db = await openDb({ dataDir: dir }, silentLogger());
-  app = Fastify();
-  installErrorHandling(app);
-  installAuth(app, createJwtAuthenticator({ jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience }));
-  await registerAgentRoutes(app, new AgentService(db, silentLogger()));
-  // As app.ts does: the placeholders skip routes that exist, so ours must be registered by now.
-  registerUnimplementedRoutes(app);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  ({ app, base } = await startAuthedApp(idp, (a) => registerAgentRoutes(a, new AgentService(db, silentLogger()))));
   aliceToken = await idp.sign({ sub: 'alice', tenant_id: 'acme' });
   carolToken = await idp.sign({ sub: 'carol', tenant_id: 'globex' });
 });
@@ -55,26 +45,8 @@ test.after.always(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-interface Res {
-  status: number;
-  text: string;
-  body: Record<string, unknown>;
-}
-
-async function call(method: string, p: string, opts: { token?: string; json?: unknown; yaml?: string; contentType?: string } = {}): Promise<Res> {
-  const headers: Record<string, string> = {};
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | undefined;
-  if (opts.json !== undefined) {
-    headers['content-type'] = 'application/json';
-    body = JSON.stringify(opts.json);
-  } else if (opts.yaml !== undefined) {
-    headers['content-type'] = opts.contentType ?? 'application/yaml';
-    body = opts.yaml;
-  }
-  const res = await fetch(`${base}${p}`, { method, headers, ...(body !== undefined ? { body } : {}) });
-  const text = await res.text();
-  return { status: res.status, text, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+function call(method: string, p: string, opts: CallOptions = {}): Promise<Res> {
+  return httpCall(base, method, p, opts);
 }
 
 test('without a token every agent route is 401', async (t) => {

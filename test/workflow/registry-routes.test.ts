@@ -2,17 +2,14 @@
 // force, 422 with field errors for every manifest of the invalid suite and no row left behind, list with scope
 // filters, get (latest and ?version), versions, promote/demote with roles, delete, tenant isolation.
 import test from 'ava';
-import Fastify, { type FastifyInstance } from 'fastify';
-import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
-import { installAuth } from '../../src/gateway/http/auth-hook.ts';
-import { installErrorHandling } from '../../src/gateway/http/errors.ts';
+import type { FastifyInstance } from 'fastify';
 import { registerWorkflowRoutes } from '../../src/gateway/http/workflow-routes.ts';
-import { registerUnimplementedRoutes } from '../../src/gateway/http/unimplemented.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import { WorkflowDefinitionService } from '../../src/workflow/registry/service.ts';
+import { httpCall, startAuthedApp, type CallOptions, type Res } from '../support/http-app.ts';
 import { makeTestIdp } from '../support/jwks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/pg.ts';
 import { invalidFixtures } from './manifest-fixtures.ts';
@@ -46,13 +43,7 @@ test.before(async () => {
   database = await createTestDatabase();
   db = await openPg(database.url, { poolSize: 4 });
   await migrate(db);
-  app = Fastify();
-  installErrorHandling(app);
-  installAuth(app, createJwtAuthenticator({ jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience }));
-  await registerWorkflowRoutes(app, new WorkflowDefinitionService(db, silentLogger()));
-  registerUnimplementedRoutes(app);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  ({ app, base } = await startAuthedApp(idp, (a) => registerWorkflowRoutes(a, new WorkflowDefinitionService(db, silentLogger()))));
   alice = await idp.sign({ sub: 'alice', tenant_id: 'acme' });
   bob = await idp.sign({ sub: 'bob', tenant_id: 'acme' });
   admin = await idp.sign({ sub: 'ann', tenant_id: 'acme', realm_access: { roles: ['tenant-admin'] } });
@@ -66,26 +57,8 @@ test.after.always(async () => {
   await database?.drop();
 });
 
-interface Res {
-  status: number;
-  text: string;
-  body: Record<string, unknown>;
-}
-
-async function call(method: string, p: string, opts: { token?: string; json?: unknown; yaml?: string } = {}): Promise<Res> {
-  const headers: Record<string, string> = {};
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body: string | undefined;
-  if (opts.json !== undefined) {
-    headers['content-type'] = 'application/json';
-    body = JSON.stringify(opts.json);
-  } else if (opts.yaml !== undefined) {
-    headers['content-type'] = 'application/yaml';
-    body = opts.yaml;
-  }
-  const res = await fetch(`${base}${p}`, { method, headers, ...(body !== undefined ? { body } : {}) });
-  const text = await res.text();
-  return { status: res.status, text, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+function call(method: string, p: string, opts: CallOptions = {}): Promise<Res> {
+  return httpCall(base, method, p, opts);
 }
 
 async function rows(name?: string): Promise<number> {
