@@ -120,3 +120,17 @@ export async function startFuseDaemon(t: ExecutionContext, o: { port: number; fs
   ) as { fuse_daemon: string; mount_prefix: string; fuse: boolean };
   return { child, fuse: banner.fuse, address: banner.fuse_daemon, mountPrefix: banner.mount_prefix, stderr: () => stderr, exited };
 }
+
+/**
+ * A podman node with a FUSE daemon of its own: the node's `spec.fuse.address` is the daemon, whose FSAL is the node's
+ * runtime gRPC port and which authenticates with the node's (service account) token, mounting under `prefix`.
+ */
+export async function startFuseNode(
+  t: ExecutionContext,
+  o: { dir: string; id: string; llmUrl: string; databaseUrl: string; prefix: string },
+): Promise<PodmanNode & { daemon: FuseDaemon }> {
+  const fusePort = await freePort();
+  const { node, s } = await startPodmanNode(t, { dir: o.dir, id: o.id, llmUrl: o.llmUrl, databaseUrl: o.databaseUrl, fusePort });
+  const daemon = await startFuseDaemon(t, { port: fusePort, fsal: node.banner.grpc, prefix: o.prefix, token: s.token });
+  return { node, s, daemon };
+}

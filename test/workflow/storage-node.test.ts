@@ -17,7 +17,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { DEFAULT_RUNTIME_IMAGE } from '../../src/agents/runtime/docker.ts';
 import { eventually } from '../support/node-process.ts';
-import { freePort, podmanScratch, startFuseDaemon, startPodmanNode, volumeFile, type VolumeJson as Vol } from '../support/podman-node.ts';
+import { podmanScratch, startFuseNode, volumeFile, type VolumeJson as Vol } from '../support/podman-node.ts';
 import { startScriptedLlm, textReply, toolCall, toolResultsSinceLastUser } from '../support/scripted-llm.ts';
 import { api } from '../agents/execution-scenarios.ts';
 
@@ -135,10 +135,7 @@ test('podman + FUSE: Agent and ContainerRun states mount the workflow volumes wi
   });
   t.teardown(() => llm.close());
 
-  const fusePort = await freePort();
-  const { node, s } = await startPodmanNode(t, { dir, id: 'wf-storage-node', llmUrl: llm.url, databaseUrl, fusePort });
-  // The daemon's FSAL is the node's runtime gRPC port; it authenticates with the node's (service account) token.
-  const daemon = await startFuseDaemon(t, { port: fusePort, fsal: node.banner.grpc, prefix, token: s.token });
+  const { s, daemon } = await startFuseNode(t, { dir, id: 'wf-storage-node', llmUrl: llm.url, databaseUrl, prefix });
   t.true(daemon.fuse, 'the FUSE binding is loaded');
 
   const agent = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: AGENT });
