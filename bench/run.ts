@@ -219,6 +219,7 @@ if (what === 'controller-failover' || what === 'all') {
 if (what === 'webhooks' || what === 'all') {
   const figures = await benchWebhooks(RUNS, SECONDS, (l) => process.stdout.write(`${l}\n`));
   report('Webhooks on PostgreSQL (verified, deduplicated, workflow started)', figures.map((f) => f.perSecond), 'webhooks/s');
+  report('  their workflows run to completion, end to end', figures.map((f) => f.completedPerSecond), 'runs/s');
   report('  floor: POST /v1/workflows/{name}/run alone', figures.map((f) => f.directRunsPerSecond), 'runs/s');
 }
 if (what === 'observability' || what === 'all') {

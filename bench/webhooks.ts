@@ -43,6 +43,8 @@ export interface WebhookFigures {
   perSecond: number;
   /** The floor under it: POST /v1/workflows/on-hook/run alone (bearer, no stimulus), same node, same load. */
   directRunsPerSecond: number;
+  /** Workflows of the accepted webhooks that ran to completion, per second from the load's start to the last one's end. */
+  completedPerSecond: number;
   accepted: number;
   non2xx: number;
   p50ms: number;
@@ -115,6 +117,7 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       return {
         perSecond: accepted / duration,
         directRunsPerSecond: 0,
+        completedPerSecond: 0,
         accepted,
         non2xx: result.non2xx + result.errors,
         p50ms: result.latency.p50,
@@ -138,6 +141,7 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       const pg0 = new BackendCpu(db);
       await pg0.start();
       const client0 = process.cpuUsage();
+      const loadStart = Date.now();
       const f = await load(seconds);
       const client1 = process.cpuUsage(client0);
       const after = await settled(db);
@@ -145,6 +149,10 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
       const pgWebhooks = await pg0.total();
       const stimuli = after.routed - before.routed;
       const workflows = after.workflows - before.workflows;
+      const completed = after.completed - before.completed;
+      if (completed !== workflows) throw new Error(`webhook bench run ${r + 1}: ${workflows} workflow runs started but ${completed} completed`);
+      // End to end: every accepted webhook's workflow has run to completion, counted up to when the last one ended.
+      f.completedPerSecond = completed / Math.max(seconds, (after.at - loadStart) / 1000);
       if (f.non2xx > 0) throw new Error(`webhook bench run ${r + 1}: ${f.non2xx} non-2xx answers or errors`);
       if (stimuli !== workflows || stimuli < f.accepted || stimuli > f.accepted + connections) {
         throw new Error(`webhook bench run ${r + 1}: ${f.accepted} accepted but ${stimuli} routed stimuli and ${workflows} workflow runs recorded`);
@@ -182,7 +190,7 @@ export async function benchWebhooks(runs: number, seconds: number, out: (line: s
         `  run ${r + 1}: per webhook ${f.cpuMsPerWebhook.toFixed(2)} ms node CPU, ${f.pgCpuMsPerWebhook.toFixed(2)} ms PostgreSQL CPU, ${f.commitsPerWebhook.toFixed(2)} commits; ` +
           `per direct run ${f.cpuMsPerDirectRun.toFixed(2)} ms node, ${f.pgCpuMsPerDirectRun.toFixed(2)} ms PostgreSQL, ${f.commitsPerDirectRun.toFixed(2)} commits`,
       );
-      out(`  run ${r + 1}: ${Math.round(f.perSecond)} webhooks/s (${f.accepted} in ${seconds}s; p50 ${f.p50ms} ms, p99 ${f.p99ms} ms; ${stimuli} stimuli and ${workflows} workflow runs recorded)`);
+      out(`  run ${r + 1}: ${Math.round(f.perSecond)} webhooks/s (${f.accepted} in ${seconds}s; p50 ${f.p50ms} ms, p99 ${f.p99ms} ms; ${stimuli} stimuli and ${workflows} workflow runs recorded, all completed: ${Math.round(f.completedPerSecond)} runs/s end to end)`);
     }
     // Load-independent costs (medians of the runs): what to compare across commits on a shared, loaded machine.
     const med = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -273,19 +281,20 @@ class BackendCpu {
 }
 
 /** The counts once two reads 500 ms apart agree (the node has finished what was in flight), at most 30 s. */
-async function settled(db: Querier): Promise<{ routed: number; workflows: number }> {
-  let prev = await counts(db);
+async function settled(db: Querier): Promise<{ routed: number; workflows: number; completed: number; at: number }> {
+  let prev = { ...(await counts(db)), at: Date.now() };
   for (let i = 0; i < 60; i++) {
     await new Promise((r) => setTimeout(r, 500));
-    const cur = await counts(db);
-    if (cur.routed === prev.routed && cur.workflows === prev.workflows) return cur;
+    const cur = { ...(await counts(db)), at: Date.now() };
+    // Settled when nothing moved for 500 ms; `at` is when the last change was first seen (when the runs had ended).
+    if (cur.routed === prev.routed && cur.workflows === prev.workflows && cur.completed === prev.completed) return prev;
     prev = cur;
   }
   return prev;
 }
 
-async function counts(db: Querier): Promise<{ routed: number; workflows: number }> {
+async function counts(db: Querier): Promise<{ routed: number; workflows: number; completed: number }> {
   const s = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM stimuli WHERE status = 'routed'");
-  const w = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM workflow_executions');
-  return { routed: s.rows[0]?.n ?? 0, workflows: w.rows[0]?.n ?? 0 };
+  const w = await db.query<{ n: number; c: number }>("SELECT count(*)::int AS n, (count(*) FILTER (WHERE status = 'completed'))::int AS c FROM workflow_executions");
+  return { routed: s.rows[0]?.n ?? 0, workflows: w.rows[0]?.n ?? 0, completed: w.rows[0]?.c ?? 0 };
 }
