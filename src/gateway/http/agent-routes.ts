@@ -3,29 +3,14 @@
 // manifest is 422 `{"error": "invalid agent manifest", "errors": [{field, message}]}`. `{id}` is a UUID or a name.
 // All of it is AgentService; this file only translates. The routes live in their own encapsulated scope so the
 // YAML body parser applies to them only.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AgentManifestInvalid, SCOPES, type AgentScope, type AgentService, type Viewer } from '../../agents/service.ts';
+import type { FastifyInstance } from 'fastify';
+import { AgentManifestInvalid, SCOPES, type AgentScope, type AgentService } from '../../agents/service.ts';
 import { principalOf } from './auth-hook.ts';
-import { deployInput, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
+import { deployInput, manifestErrors, viewerOf, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
 
 /** The manifest text and options of a deploy (deploy-input.ts), scoped to the agent scopes. */
 function agentDeployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
   return deployInput(body, query, SCOPES, 'body must be {"manifest_yaml": "...", "force"?: bool} or the YAML itself (Content-Type: application/yaml)');
-}
-
-function viewerOf(request: FastifyRequest): { tenant: string; viewer: Viewer } {
-  const p = principalOf(request);
-  return { tenant: p.tenantId, viewer: { subject: p.subject, roles: p.roles } };
-}
-
-/** Runs `fn`, answering a manifest error as 422 with `errors` (the shared handler would put them in `details`). */
-async function manifestErrors<T>(reply: FastifyReply, fn: () => Promise<T>): Promise<T | FastifyReply> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof AgentManifestInvalid) return reply.status(422).send({ error: err.message, errors: err.errors });
-    throw err;
-  }
 }
 
 export async function registerAgentRoutes(app: FastifyInstance, agents: AgentService): Promise<void> {
@@ -45,7 +30,7 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
     scope.post<{ Querystring: DeployQuery }>('/v1/agents', async (request, reply) => {
       const p = principalOf(request);
       const input = agentDeployInput(request.body, request.query);
-      return manifestErrors(reply, async () => {
+      return manifestErrors(reply, AgentManifestInvalid, async () => {
         const res = await agents.deploy({ tenant: p.tenantId, subject: p.subject, roles: p.roles, ...input });
         return reply.status(201).send({ agent_id: res.agent_id, name: res.name, version: res.version });
       });
@@ -59,7 +44,7 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
     scope.put<{ Params: { id: string }; Querystring: DeployQuery }>('/v1/agents/:id', async (request, reply) => {
       const { tenant, viewer } = viewerOf(request);
       const input = agentDeployInput(request.body, request.query);
-      return manifestErrors(reply, async () => {
+      return manifestErrors(reply, AgentManifestInvalid, async () => {
         const res = await agents.update(tenant, request.params.id, input.yaml, { ...viewer, force: input.force });
         return reply.status(200).send({ agent_id: res.agent_id, name: res.name, version: res.version, replaced: res.replaced });
       });

@@ -1,6 +1,10 @@
 // Request parsing shared by the manifest deploy routes (agents, workflows) and other routes with boolean flags:
-// YAML body types, boolean query/body flags, a scope from a fixed list, and the two deploy body forms.
+// YAML body types, boolean query/body flags, a scope from a fixed list, the two deploy body forms, the caller as a
+// registry viewer, and manifest errors answered as 422 with their list.
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, OrchError } from '../../errors/catalog.ts';
+import type { Role } from '../../auth/principal.ts';
+import { principalOf } from './auth-hook.ts';
 
 /** Content types whose body is the manifest's YAML text itself. */
 export const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
@@ -40,4 +44,27 @@ export function deployInput<S extends string>(body: unknown, query: DeployQuery,
   if (typeof b.manifest_yaml !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'manifest_yaml is required and must be a string');
   const scope = scopeOf(b.scope ?? query.scope, scopes);
   return { yaml: b.manifest_yaml, force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
+}
+
+/** The caller of a registry route: its tenant, and who it is for scope rules (subject and roles). */
+export function viewerOf(request: FastifyRequest): { tenant: string; viewer: { subject: string; roles: readonly Role[] } } {
+  const p = principalOf(request);
+  return { tenant: p.tenantId, viewer: { subject: p.subject, roles: p.roles } };
+}
+
+/**
+ * Runs `fn`, answering an error of the registry's `invalid` class as 422 with its `errors` list (the shared handler
+ * would put them in `details`).
+ */
+export async function manifestErrors<T>(
+  reply: FastifyReply,
+  invalid: abstract new (...args: never[]) => Error & { errors: unknown[] },
+  fn: () => Promise<T>,
+): Promise<T | FastifyReply> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof invalid) return reply.status(422).send({ error: err.message, errors: err.errors });
+    throw err;
+  }
 }

@@ -6,18 +6,16 @@
 // workflow-execution-routes.ts; the static `executions` segment wins over `{name}` in the router.
 // All of it is WorkflowDefinitionService; this file only translates. The routes live in their own encapsulated
 // scope so the YAML body parser applies to them only.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import {
   WORKFLOW_SCOPES,
   WorkflowManifestInvalid,
   type ListFilter,
-  type Viewer,
   type WorkflowDefinitionService,
   type WorkflowScope,
 } from '../../workflow/registry/service.ts';
-import { principalOf } from './auth-hook.ts';
-import { deployInput, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
+import { deployInput, manifestErrors, viewerOf, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
 
 interface ScopeBody {
   target_scope?: unknown;
@@ -46,21 +44,6 @@ function scopeChange(body: unknown): { target_scope?: string; user_id?: string; 
   return { ...(target ? { target_scope: target } : {}), ...(user ? { user_id: user } : {}), ...(version ? { version } : {}) };
 }
 
-function viewerOf(request: FastifyRequest): { tenant: string; viewer: Viewer } {
-  const p = principalOf(request);
-  return { tenant: p.tenantId, viewer: { subject: p.subject, roles: p.roles } };
-}
-
-/** Runs `fn`, answering a manifest error as 422 with `errors` (the shared handler would put them in `details`). */
-async function manifestErrors<T>(reply: FastifyReply, fn: () => Promise<T>): Promise<T | FastifyReply> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof WorkflowManifestInvalid) return reply.status(422).send({ error: err.message, errors: err.errors });
-    throw err;
-  }
-}
-
 export async function registerWorkflowRoutes(app: FastifyInstance, workflows: WorkflowDefinitionService): Promise<void> {
   await app.register(async (scope) => {
     scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));
@@ -68,7 +51,7 @@ export async function registerWorkflowRoutes(app: FastifyInstance, workflows: Wo
     scope.post<{ Querystring: DeployQuery }>('/v1/workflows', async (request, reply) => {
       const { tenant, viewer } = viewerOf(request);
       const input = workflowDeployInput(request.body, request.query);
-      return manifestErrors(reply, async () => {
+      return manifestErrors(reply, WorkflowManifestInvalid, async () => {
         const res = await workflows.deploy({ tenant, ...viewer, ...input });
         return reply.status(201).send({ workflow_id: res.workflow_id, name: res.name, version: res.version, scope: res.scope, replaced: res.replaced });
       });
