@@ -6,6 +6,7 @@ import { Errors, OrchError } from '../../errors/catalog.ts';
 import { toJsonEvent } from '../../agents/execution/events.ts';
 import { ExecutionService } from '../../agents/execution/service.ts';
 import { principalOf } from './auth-hook.ts';
+import { intParam } from './query-params.ts';
 
 interface StartBody {
   agent_id?: unknown;
@@ -25,13 +26,6 @@ function contextOf(body: StartBody | undefined): string | undefined {
   const c = body?.context_json ?? body?.context_overrides;
   if (c === undefined || c === null) return undefined;
   return typeof c === 'string' ? c : JSON.stringify(c);
-}
-
-function intParam(v: string | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
-  return n;
 }
 
 /** Streams the execution's events as SSE until the terminal event or the client leaves. */

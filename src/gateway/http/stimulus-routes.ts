@@ -8,6 +8,7 @@ import { Errors, OrchError } from '../../errors/catalog.ts';
 import { SIGNATURE_HEADER, verifyWebhookSignature, webhookSecretVariable } from '../../stimuli/signature.ts';
 import type { StimulusService } from '../../stimuli/service.ts';
 import { principalOf } from './auth-hook.ts';
+import { intParam } from './query-params.ts';
 
 /** The tenant webhooks are ingested in (the route carries no identity); docs/STIMULI.md. */
 export const WEBHOOK_TENANT = SYSTEM_TENANT;
@@ -27,13 +28,6 @@ function forwardedHeaders(request: FastifyRequest): Record<string, string> {
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
   return Array.isArray(v) ? v[0] : v;
-}
-
-function intParam(v: string | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
-  return n;
 }
 
 export interface StimulusRouteOptions {

@@ -5,19 +5,13 @@ import type { BusEvent } from '../../bus/bus.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import { WorkflowExecutionService } from '../../workflow/service.ts';
 import { principalOf } from './auth-hook.ts';
+import { intParam } from './query-params.ts';
 
 interface RunBody {
   input?: unknown;
   intent?: unknown;
   blackboard?: unknown;
   version?: unknown;
-}
-
-function intParam(v: string | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
-  return n;
 }
 
 async function streamSse(service: WorkflowExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId?: string): Promise<void> {
