@@ -84,7 +84,9 @@ test('a batch the database cannot take is refused as UNAVAILABLE, not retried as
   const url = (await db.query<{ url: string }>(`SELECT current_database() AS url`)).rows[0]!.url;
   const base = new URL(process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres');
   base.pathname = `/${url}`;
-  const starved = await openPg(base.toString(), { poolSize: 1, connectTimeoutMs: 300, logger: silentLogger() });
+  // The connect timeout is also how long a call waits for the pool; 3 s leaves room for opening the pool itself on a
+  // loaded machine (300 ms failed the open in a clean-clone run).
+  const starved = await openPg(base.toString(), { poolSize: 1, connectTimeoutMs: 3000, logger: silentLogger() });
   t.teardown(() => starved.close());
   const busy = new Membership({ db: starved, bus: new MemoryBus(silentLogger()), logger: silentLogger() });
   let release!: () => void;

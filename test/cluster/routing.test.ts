@@ -78,7 +78,9 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
   }
   const counts = (xs: string[]) => Object.fromEntries(Object.values(ids).map((w) => [w, xs.filter((x) => x === w).length]));
   t.deepEqual(counts(spread), { [ids.a]: 2, [ids.b]: 2, [ids.c]: 2 }, `round-robin: ${spread.join(', ')}`);
-  t.true(spread.slice(0, 3).every((w, i) => spread[i + 3] === w), 'the same rotation twice');
+  // The exact rotation order is checked where decisions are made in a known order (routing-unit.test.ts): here each
+  // controller-side actor asks the router after its own writes, so under load two starts can be decided in the other
+  // order (a clean-clone run saw it once).
   const events = await readSse(`${C.http}/v1/executions/${(await run(plain, 'streamed'))}/stream`, C.token, 60_000);
   t.deepEqual(events.map((e) => e.id), events.map((_, i) => i + 1), 'SSE on the controller: every event once, in order');
   t.is(events[0]?.event, 'execution_started');
