@@ -35,6 +35,8 @@ export interface HeartbeatFigures {
   joinSeconds: number;
   /** Heartbeats sent per second over the window (the offered load). */
   offeredPerSecond: number;
+  /** The part of the controller's CPU over the window spent in the kernel (system time), % of its CPU. */
+  systemCpuShare: number;
   /** Controller CPU per answered heartbeat, ms (idle baseline subtracted). */
   cpuMsPerHeartbeat: number;
   /** Mass recovery: members marked UNHEALTHY at once, seconds until all were back, and so members/s. */
@@ -45,11 +47,17 @@ export interface HeartbeatFigures {
 
 const CLK_TCK = 100;
 
-async function cpuSeconds(pid: number): Promise<number> {
+/** User and system CPU seconds of a process so far. */
+async function cpuTimes(pid: number): Promise<{ user: number; system: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces) start after the last ')'.
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  return { user: Number(f[11]) / CLK_TCK, system: Number(f[12]) / CLK_TCK };
+}
+
+async function cpuSeconds(pid: number): Promise<number> {
+  const t = await cpuTimes(pid);
+  return t.user + t.system;
 }
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -137,7 +145,8 @@ export async function benchClusterHeartbeats(
 
     // Warm up, then measure.
     await new Promise((r) => setTimeout(r, 5000));
-    const cpu0 = await cpuSeconds(pid);
+    const times0 = await cpuTimes(pid);
+    const cpu0 = times0.user + times0.system;
     const t0 = Date.now();
     for (const c of children) c.send({ type: 'measure' });
     await new Promise((r) => setTimeout(r, seconds * 1000));
@@ -149,7 +158,9 @@ export async function benchClusterHeartbeats(
       }),
     );
     const elapsed = (Date.now() - t0) / 1000;
-    const cpu = (await cpuSeconds(pid)) - cpu0;
+    const times1 = await cpuTimes(pid);
+    const cpu = times1.user + times1.system - cpu0;
+    const systemCpuShare = cpu > 0 ? ((times1.system - times0.system) / cpu) * 100 : 0;
     const loadAverage = os.loadavg()[0]!;
     const ok = reports.reduce((a, r) => a + r.ok, 0);
     const latencies = reports.flatMap((r) => r.latencies).sort((a, b) => a - b);
@@ -176,6 +187,7 @@ export async function benchClusterHeartbeats(
       p99Ms: percentile(latencies, 99),
       controllerCpuPercent: (cpu / elapsed) * 100,
       idleCpuPercent,
+      systemCpuShare,
       cpuMsPerHeartbeat: ok > 0 ? (busyCpu * 1000) / (ok / elapsed) : NaN,
       workersCpuPercent: (workerCpu / ((Date.now() - joinStart) / 1000)) * 100,
       joinSeconds,

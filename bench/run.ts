@@ -251,7 +251,7 @@ if (what === 'cluster-heartbeats' || what === 'all') {
   for (let i = 0; i < RUNS; i++) runs.push(await benchClusterHeartbeats(workers, Math.max(SECONDS, 10), { procs: arg('procs', 2), log: (l) => process.stdout.write(`${l}\n`) }));
   for (const r of runs) {
     process.stdout.write(
-      `  run: offered ${Math.round(r.offeredPerSecond)}/s, answered ${Math.round(r.heartbeatsPerSecond)} heartbeats/s, controller CPU ${r.controllerCpuPercent.toFixed(1)}% of one core (idle ${r.idleCpuPercent.toFixed(1)}%) = ` +
+      `  run: offered ${Math.round(r.offeredPerSecond)}/s, answered ${Math.round(r.heartbeatsPerSecond)} heartbeats/s, controller CPU ${r.controllerCpuPercent.toFixed(1)}% of one core (idle ${r.idleCpuPercent.toFixed(1)}%, ${r.systemCpuShare.toFixed(0)}% of it system time) = ` +
         `${r.cpuMsPerHeartbeat.toFixed(3)} ms per heartbeat, p50 ${r.p50Ms.toFixed(1)} ms p99 ${r.p99Ms.toFixed(1)} ms, errors ${r.errors}, join ${r.joinSeconds.toFixed(1)} s, ` +
         `load processes' CPU ${r.workersCpuPercent.toFixed(0)}% (busiest), mass recovery ${r.recovered} members in ${r.recoverySeconds.toFixed(2)} s, load average ${r.loadAverage.toFixed(1)}\n`,
     );

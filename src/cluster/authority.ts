@@ -261,18 +261,37 @@ export class ClusterAuthority {
    * (request bytes followed by the stamp; the generated decoders skip the stamp's fields).
    */
   async verifyEnvelope(metadata: Metadata, envelope: SealNodeEnvelope): Promise<{ claims: NodeClaims; payload: Uint8Array }> {
+    const { claims, payload, stamp } = await this.verifyEnvelopeUnrecorded(metadata, envelope);
+    await refuseSeenNonce(claims, stamp, this.nonces);
+    return { claims, payload };
+  }
+
+  /**
+   * verifyEnvelope without the replay record: token, signature and a fresh stamp, which is answered so that the
+   * caller refuses replays itself. Heartbeat does, in the statement that writes it: a member's heartbeat stamps must
+   * increase (cluster_nodes.heartbeat_stamp_ms / heartbeat_nonce, src/cluster/membership.ts), which refuses a replayed
+   * heartbeat on every controller without a round trip to the replay record per heartbeat.
+   */
+  async verifyEnvelopeUnrecorded(metadata: Metadata, envelope: SealNodeEnvelope): Promise<{ claims: NodeClaims; payload: Uint8Array; stamp: EnvelopeStamp }> {
     const bearer = bearerOf(metadata);
     if (!bearer) throw unauthenticated('missing node token in metadata authorization');
     if (!envelope.node_security_token || !sameText(bearer, envelope.node_security_token)) {
       throw unauthenticated('envelope token does not match the authorization metadata');
     }
     const claims = await this.verifyToken(bearer);
-    return { claims, payload: await verifySignedPayload(claims, envelope, this.nonces) };
+    return { claims, ...verifySignedStamp(claims, envelope) };
   }
 }
 
-/** Signature, stamp and replay checks of an envelope whose token is already verified. */
-export async function verifySignedPayload(claims: NodeClaims, envelope: SealNodeEnvelope, nonces: NonceGuard, now = Date.now()): Promise<Uint8Array> {
+/** The freshness stamp of a verified envelope. */
+export interface EnvelopeStamp {
+  sentAtMs: number;
+  /** Hex of the 16 random bytes. */
+  nonce: string;
+}
+
+/** Signature and stamp checks of an envelope whose token is already verified (no replay record). */
+export function verifySignedStamp(claims: NodeClaims, envelope: SealNodeEnvelope, now = Date.now()): { payload: Uint8Array; stamp: EnvelopeStamp } {
   const payload = envelope.payload;
   if (!payload || payload.length === 0) throw new OrchError(Errors.BAD_REQUEST, 'envelope payload is empty');
   if (!verifyEd25519(claims.keyObject, payload, envelope.signature ?? new Uint8Array())) {
@@ -281,6 +300,13 @@ export async function verifySignedPayload(claims: NodeClaims, envelope: SealNode
   const stamp = readStamp(payload);
   if (!stamp) throw unauthenticated('envelope payload carries no freshness stamp');
   if (Math.abs(now - stamp.sentAtMs) > STAMP_MAX_SKEW_MS) throw unauthenticated('envelope is stale');
-  if (!(await nonces.firstUse(claims.nodeId, stamp.nonce))) throw unauthenticated('envelope replayed');
-  return payload;
+  return { payload, stamp };
+}
+
+async function refuseSeenNonce(claims: NodeClaims, stamp: EnvelopeStamp, nonces: NonceGuard): Promise<void> {
+  if (!(await nonces.firstUse(claims.nodeId, stamp.nonce))) throw envelopeReplayed();
+}
+
+export function envelopeReplayed(): OrchError {
+  return unauthenticated('envelope replayed');
 }

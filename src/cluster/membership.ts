@@ -16,7 +16,7 @@ import type { BusEvent } from '../bus/bus.ts';
 import { nodeStream } from '../actors/node-peer/actor.ts';
 import type { PeerStatus } from '../actors/node-peer/repo.ts';
 import { NodePeerStatus, type HeartbeatRequest, type NodeCommand, type RegisterNodeRequest } from '../gen/orch/cluster/v1/cluster.js';
-import type { NodeClaims } from './authority.ts';
+import { envelopeReplayed, type EnvelopeStamp, type NodeClaims } from './authority.ts';
 import { capabilitiesOf } from './peers.ts';
 import { checkManagedConfig } from './managed-config.ts';
 
@@ -37,6 +37,15 @@ interface LiveRow {
   public_key: string | null;
   commands: NodeCommand[] | null;
   drain_requested_at: Date | null;
+  heartbeat_stamp_ms: string | null;
+  heartbeat_nonce: string | null;
+}
+
+/** Whether a heartbeat stamp is later than the member's last accepted one (ms, then nonce; as the SQL compares). */
+function laterStamp(stamp: EnvelopeStamp, row: { heartbeat_stamp_ms: string | null; heartbeat_nonce: string | null }): boolean {
+  if (row.heartbeat_stamp_ms === null) return true;
+  const last = Number(row.heartbeat_stamp_ms);
+  return stamp.sentAtMs > last || (stamp.sentAtMs === last && stamp.nonce > (row.heartbeat_nonce ?? ''));
 }
 
 function reportedStatus(s: NodePeerStatus | undefined): 'ACTIVE' | 'DRAINING' {
@@ -91,7 +100,7 @@ export class Membership {
            drain_requested_at = CASE WHEN $10::BOOLEAN THEN cluster_nodes.drain_requested_at ELSE NULL END,
            drain_reason = CASE WHEN $10::BOOLEAN THEN cluster_nodes.drain_reason ELSE NULL END,
            commands = CASE WHEN $10::BOOLEAN THEN cluster_nodes.commands ELSE NULL END,
-           updated_at = now()`,
+           heartbeat_stamp_ms = NULL, heartbeat_nonce = NULL, updated_at = now()`,
         [claims.nodeId, claims.role, status, grpcAddress, JSON.stringify(caps.tags), JSON.stringify(caps), claims.publicKey, claims.sessionId, peerId, rejoin],
       );
       return appendEvent(tx, nodeStream(claims.nodeId), 'registered', { node_id: claims.nodeId, role: claims.role, status, peer_id: peerId, tags: caps.tags });
@@ -105,14 +114,19 @@ export class Membership {
   private async lock(tx: Queryable, nodeId: string): Promise<LiveRow | undefined> {
     return (
       await tx.query<LiveRow>(
-        `SELECT status, session_id, peer_id, public_key, commands, drain_requested_at FROM cluster_nodes WHERE node_id = $1 FOR UPDATE`,
+        `SELECT status, session_id, peer_id, public_key, commands, drain_requested_at, heartbeat_stamp_ms, heartbeat_nonce
+         FROM cluster_nodes WHERE node_id = $1 FOR UPDATE`,
         [nodeId],
       )
     ).rows[0];
   }
 
-  /** Heartbeat: records time and load, brings an UNHEALTHY member back, answers the commands waiting for it. */
-  async heartbeat(claims: NodeClaims, req: HeartbeatRequest): Promise<NodeCommand[]> {
+  /**
+   * Heartbeat: records time and load, brings an UNHEALTHY member back, answers the commands waiting for it. `stamp` is
+   * the envelope's (verified but not yet recorded): a heartbeat is written only when it is later than the member's
+   * last one, which refuses replays (ClusterAuthority.verifyEnvelopeUnrecorded).
+   */
+  async heartbeat(claims: NodeClaims, req: HeartbeatRequest, stamp: EnvelopeStamp): Promise<NodeCommand[]> {
     if (!req.peer_id) throw new OrchError(Errors.BAD_REQUEST, 'peer_id is required (RegisterNode first)');
     const load = JSON.stringify({
       active_execution_count: req.active_execution_count,
@@ -120,7 +134,7 @@ export class Membership {
       memory_utilization_percent: Math.round(req.memory_utilization_percent * 10) / 10,
     });
     const reported = reportedStatus(req.status);
-    const fast = await this.batch.record({ nodeId: claims.nodeId, sessionId: claims.sessionId, peerId: req.peer_id, load, reported });
+    const fast = await this.batch.record({ nodeId: claims.nodeId, sessionId: claims.sessionId, peerId: req.peer_id, load, reported, stampMs: stamp.sentAtMs, nonce: stamp.nonce });
     if (fast) {
       if (fast.event) {
         this.log.info({ peer: claims.nodeId, from: 'UNHEALTHY', to: fast.event.payload.status }, 'node status changed by heartbeat');
@@ -133,13 +147,14 @@ export class Membership {
       if (!row || row.status === 'DEREGISTERED' || row.peer_id === null) throw new OrchError(Errors.NOT_FOUND, `node ${claims.nodeId} is not registered; RegisterNode first`);
       if (row.session_id !== claims.sessionId) throw new OrchError(Errors.UNAUTHENTICATED, 'node token superseded; attest again');
       if (row.peer_id !== req.peer_id) throw new OrchError(Errors.FORBIDDEN, 'peer_id is not this node’s registration');
+      if (!laterStamp(stamp, row)) throw envelopeReplayed();
       let status: PeerStatus = row.status;
       if (status === 'UNHEALTHY') status = row.drain_requested_at !== null || reported === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
       else if (status === 'ACTIVE' && reported === 'DRAINING') status = 'DRAINING';
       await tx.query(
         `UPDATE cluster_nodes SET last_heartbeat_at = now(), heartbeat_count = heartbeat_count + 1, load = $2, status = $3,
-           commands = NULL, updated_at = now() WHERE node_id = $1`,
-        [claims.nodeId, load, status],
+           commands = NULL, heartbeat_stamp_ms = $4, heartbeat_nonce = $5, updated_at = now() WHERE node_id = $1`,
+        [claims.nodeId, load, status, stamp.sentAtMs, stamp.nonce],
       );
       const event =
         status !== row.status ? await appendEvent(tx, nodeStream(claims.nodeId), 'status_changed', { node_id: claims.nodeId, status, previous: row.status }) : null;
@@ -257,6 +272,8 @@ interface PlainBeat {
   peerId: string;
   load: string;
   reported: 'ACTIVE' | 'DRAINING';
+  stampMs: number;
+  nonce: string;
 }
 
 /** A heartbeat the batch wrote; `event` when it brought the member back from UNHEALTHY. */
@@ -264,10 +281,16 @@ interface BatchedBeat {
   event: BusEvent<{ node_id: string; status: PeerStatus; previous: PeerStatus }> | null;
 }
 
-interface RecoveredRow {
+interface WrittenRow {
   node_id: string;
   session_id: string;
   peer_id: string;
+  /** BIGINT: text from pg. */
+  heartbeat_stamp_ms: string;
+  heartbeat_nonce: string;
+}
+
+interface RecoveredRow extends WrittenRow {
   stream: string;
   seq: number;
   type: string;
@@ -279,24 +302,100 @@ function notRecorded(cause: unknown): OrchError {
   return new OrchError(Errors.UNAVAILABLE, 'heartbeat not recorded (controller database busy); the next one will be', { cause });
 }
 
-function beatKey(b: { nodeId: string; sessionId: string; peerId: string }): string {
-  return `${b.nodeId}\n${b.sessionId}\n${b.peerId}`;
+/** Identifies a heartbeat: the member's registration and its stamp (two heartbeats of a member differ in stamp). */
+function beatKey(b: PlainBeat): string {
+  return `${b.nodeId}\n${b.sessionId}\n${b.peerId}\n${b.stampMs}\n${b.nonce}`;
+}
+
+function writtenKey(r: WrittenRow): string {
+  return `${r.node_id}\n${r.session_id}\n${r.peer_id}\n${r.heartbeat_stamp_ms}\n${r.heartbeat_nonce}`;
+}
+
+/** The statement's arrays (the same order of columns for both statements). */
+function beatParams(beats: PlainBeat[]): unknown[] {
+  return [
+    beats.map((b) => b.nodeId),
+    beats.map((b) => b.sessionId),
+    beats.map((b) => b.peerId),
+    beats.map((b) => b.load),
+    beats.map((b) => b.reported),
+    beats.map((b) => b.stampMs),
+    beats.map((b) => b.nonce),
+  ];
+}
+
+const BEATS = `unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::BIGINT[], $7::TEXT[]) AS u(node_id, session_id, peer_id, load, reported, stamp_ms, nonce)`;
+/** The replay check: the heartbeat is later than the member's last one (none yet: any). */
+const LATER = `(c.heartbeat_stamp_ms IS NULL OR (c.heartbeat_stamp_ms, c.heartbeat_nonce) < (v.stamp_ms, v.nonce))`;
+
+const PLAIN_SQL = `UPDATE cluster_nodes c SET last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB,
+     heartbeat_stamp_ms = v.stamp_ms, heartbeat_nonce = v.nonce, updated_at = now()
+   FROM (SELECT * FROM ${BEATS}) v
+   WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
+     AND (c.status = 'DRAINING' OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE')) AND ${LATER}
+   RETURNING c.node_id, c.session_id, c.peer_id, c.heartbeat_stamp_ms, c.heartbeat_nonce`;
+
+const RECOVER_SQL = `WITH v AS (SELECT * FROM ${BEATS}),
+   upd AS (
+     UPDATE cluster_nodes c SET
+       status = CASE WHEN c.drain_requested_at IS NOT NULL OR v.reported = 'DRAINING' THEN 'DRAINING' ELSE 'ACTIVE' END,
+       last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB,
+       heartbeat_stamp_ms = v.stamp_ms, heartbeat_nonce = v.nonce, updated_at = now()
+     FROM v
+     WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
+       AND c.status = 'UNHEALTHY' AND ${LATER}
+     RETURNING c.node_id, c.session_id, c.peer_id, c.status, c.heartbeat_stamp_ms, c.heartbeat_nonce
+   ),
+   ev AS (
+     INSERT INTO event_log (stream, seq, type, payload, recorded_at)
+     SELECT $8::TEXT || upd.node_id,
+       COALESCE((SELECT MAX(e.seq) FROM event_log e WHERE e.stream = $8::TEXT || upd.node_id), 0) + 1,
+       'status_changed', jsonb_build_object('node_id', upd.node_id, 'status', upd.status, 'previous', 'UNHEALTHY'), now()
+     FROM upd
+     RETURNING stream, seq, type, payload, recorded_at
+   )
+   SELECT upd.node_id, upd.session_id, upd.peer_id, upd.heartbeat_stamp_ms, upd.heartbeat_nonce, ev.stream, ev.seq, ev.type, ev.payload, ev.recorded_at
+   FROM upd JOIN ev ON ev.stream = $8::TEXT || upd.node_id`;
+
+/**
+ * One heartbeat per member for a statement (its latest), the rest for the slow path: an UPDATE … FROM joining a row
+ * to several heartbeats would write one of them and say nothing of the others. Sorted by node id: rows are locked in
+ * node-id order, as every other multi-row write here does, so batches never deadlock.
+ */
+function onePerMember(beats: PlainBeat[]): { statement: PlainBeat[]; rest: PlainBeat[] } {
+  const latest = new Map<string, PlainBeat>();
+  const rest: PlainBeat[] = [];
+  for (const b of beats) {
+    const seen = latest.get(b.nodeId);
+    if (!seen) latest.set(b.nodeId, b);
+    else if (b.stampMs > seen.stampMs || (b.stampMs === seen.stampMs && b.nonce > seen.nonce)) {
+      rest.push(seen);
+      latest.set(b.nodeId, b);
+    } else rest.push(b);
+  }
+  const statement = [...latest.values()].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
+  return { statement, rest };
 }
 
 /**
- * The common heartbeat (no status change, no command waiting) of many members in one UPDATE: heartbeats that arrive
- * while a write is in flight are written together by the next one, so a thousand members cost tens of commits a
- * second rather than a thousand, and a quiet cluster waits for nobody. The members of a batch that come back from
- * UNHEALTHY (a healed partition brings hundreds at once) are written by one more statement that changes their status
- * and appends their status events together. `record` answers the written heartbeat, or undefined for one that takes
- * the slow path (commands waiting, a drain reported, session or peer wrong, a concurrent status event); it rejects
- * with UNAVAILABLE when the batch could not be written (the member's next heartbeat is).
+ * The common heartbeat (no status change, no command waiting) of many members in one UPDATE (group commit): the first
+ * heartbeat to arrive opens a gather window of GATHER_MS, and everything that arrives in it is written by one
+ * statement, so a thousand members at a 1 s period cost about 1000 / GATHER_MS statements a second (each a prepared
+ * UPDATE … FROM unnest) rather than one per heartbeat; a heartbeat waits at most that long for its batch, which is
+ * nothing next to the period. The members of a batch that come back from UNHEALTHY (a healed partition brings hundreds
+ * at once) are written by one more statement that changes their status and appends their status events together.
+ * Both statements check and record the heartbeat's envelope stamp (the replay refusal). `record` answers the written
+ * heartbeat, or undefined for one that takes the slow path (commands waiting, a drain reported, session or peer wrong,
+ * a stamp not later than the last, a concurrent status event); it rejects with UNAVAILABLE when the batch could not be
+ * written (the member's next heartbeat is).
  */
 class HeartbeatBatcher {
   private queue: { beat: PlainBeat; done: (written: BatchedBeat | undefined) => void; fail: (err: unknown) => void }[] = [];
   private inFlight = 0;
-  private scheduled = false;
-  private static readonly MAX_IN_FLIGHT = 4;
+  private window: NodeJS.Timeout | undefined;
+  private fullBatchDue = false;
+  private static readonly GATHER_MS = 20;
+  private static readonly MAX_IN_FLIGHT = 2;
   private static readonly MAX_BATCH = 500;
 
   constructor(
@@ -312,52 +411,64 @@ class HeartbeatBatcher {
   }
 
   private kick(): void {
-    if (this.scheduled || this.queue.length === 0 || this.inFlight >= HeartbeatBatcher.MAX_IN_FLIGHT) return;
-    // Gather the heartbeats of this turn of the event loop.
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      const items = this.queue.splice(0, HeartbeatBatcher.MAX_BATCH);
-      if (items.length === 0) return;
-      this.inFlight++;
-      this.write(items.map((i) => i.beat))
-        .then(
-          (written) =>
-            items.forEach((i) => {
-              const w = written.get(beatKey(i.beat));
-              if (w instanceof Error) i.fail(w);
-              else i.done(w);
-            }),
-          (err: unknown) => {
-            // Not the slow path: a batch fails when the database is overloaded (e.g. no pooled connection in
-            // time), and hundreds of single transactions would make that worse. The heartbeats are refused as
-            // UNAVAILABLE; each member's next one (a period later) is written as usual.
-            this.log.warn({ err, heartbeats: items.length }, 'heartbeat batch failed; heartbeats refused as unavailable');
-            const refused = notRecorded(err);
-            items.forEach((i) => i.fail(refused));
-          },
-        )
-        .finally(() => {
-          this.inFlight--;
-          this.kick();
-        });
-      this.kick();
-    });
+    if (this.queue.length === 0 || this.inFlight >= HeartbeatBatcher.MAX_IN_FLIGHT) return;
+    if (this.queue.length >= HeartbeatBatcher.MAX_BATCH) {
+      // A full batch goes at the end of this turn, whatever window is open.
+      if (this.fullBatchDue) return;
+      clearTimeout(this.window);
+      this.window = undefined;
+      this.fullBatchDue = true;
+      setImmediate(() => {
+        this.fullBatchDue = false;
+        this.flush();
+      });
+      return;
+    }
+    if (this.window || this.fullBatchDue) return;
+    this.window = setTimeout(() => {
+      this.window = undefined;
+      this.flush();
+    }, HeartbeatBatcher.GATHER_MS);
+  }
+
+  private flush(): void {
+    const items = this.queue.splice(0, HeartbeatBatcher.MAX_BATCH);
+    if (items.length === 0) return;
+    this.inFlight++;
+    this.write(items.map((i) => i.beat))
+      .then(
+        (written) => {
+          // A key answers one heartbeat: a byte-identical repeat in the same batch (a replay) takes the slow path.
+          const answered = new Set<string>();
+          for (const i of items) {
+            const key = beatKey(i.beat);
+            const w = answered.has(key) ? undefined : written.get(key);
+            answered.add(key);
+            if (w instanceof Error) i.fail(w);
+            else i.done(w);
+          }
+        },
+        (err: unknown) => {
+          // Not the slow path: a batch fails when the database is overloaded (e.g. no pooled connection in
+          // time), and hundreds of single transactions would make that worse. The heartbeats are refused as
+          // UNAVAILABLE; each member's next one (a period later) is written as usual.
+          this.log.warn({ err, heartbeats: items.length }, 'heartbeat batch failed; heartbeats refused as unavailable');
+          const refused = notRecorded(err);
+          items.forEach((i) => i.fail(refused));
+        },
+      )
+      .finally(() => {
+        this.inFlight--;
+        this.kick();
+      });
+    this.kick();
   }
 
   private async write(beats: PlainBeat[]): Promise<Map<string, BatchedBeat | Error>> {
-    // Rows are locked in node-id order, as every other multi-row write here does, so batches never deadlock.
-    const sorted = [...beats].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
-    const res = await this.db.query<{ node_id: string; session_id: string; peer_id: string }>(
-      `UPDATE cluster_nodes c SET last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB, updated_at = now()
-       FROM (SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[]) AS u(node_id, session_id, peer_id, load, reported)) v
-       WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
-         AND (c.status = 'DRAINING' OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE'))
-       RETURNING c.node_id, c.session_id, c.peer_id`,
-      [sorted.map((b) => b.nodeId), sorted.map((b) => b.sessionId), sorted.map((b) => b.peerId), sorted.map((b) => b.load), sorted.map((b) => b.reported)],
-    );
-    const written = new Map<string, BatchedBeat | Error>(res.rows.map((r) => [beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event: null }]));
-    const rest = sorted.filter((b) => !written.has(beatKey(b)));
+    const { statement } = onePerMember(beats);
+    const res = await this.db.query<WrittenRow>(PLAIN_SQL, beatParams(statement), { prepare: 'orch_heartbeats' });
+    const written = new Map<string, BatchedBeat | Error>(res.rows.map((r) => [writtenKey(r), { event: null }]));
+    const rest = statement.filter((b) => !written.has(beatKey(b)));
     if (rest.length > 0) {
       // The plain heartbeats above are committed already; a failure here concerns only these beats. A conflict (a
       // status event appended to the same stream at the same moment) sends them to the slow path, which retries;
@@ -365,7 +476,7 @@ class HeartbeatBatcher {
       try {
         for (const r of await this.recover(rest)) {
           const event = { stream: r.stream, seq: r.seq, type: r.type, payload: r.payload, at: r.recorded_at.toISOString() };
-          written.set(beatKey({ nodeId: r.node_id, sessionId: r.session_id, peerId: r.peer_id }), { event });
+          written.set(writtenKey(r), { event });
         }
       } catch (err) {
         const conflict = ['23505', '40001', '40P01'].includes(String((err as { code?: unknown }).code));
@@ -382,29 +493,7 @@ class HeartbeatBatcher {
    * slow path's transaction does. Members with commands waiting are left to the slow path (it answers them).
    */
   private async recover(beats: PlainBeat[]): Promise<RecoveredRow[]> {
-    const res = await this.db.query<RecoveredRow>(
-      `WITH v AS (SELECT * FROM unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[]) AS u(node_id, session_id, peer_id, load, reported)),
-       upd AS (
-         UPDATE cluster_nodes c SET
-           status = CASE WHEN c.drain_requested_at IS NOT NULL OR v.reported = 'DRAINING' THEN 'DRAINING' ELSE 'ACTIVE' END,
-           last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB, updated_at = now()
-         FROM v
-         WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
-           AND c.status = 'UNHEALTHY'
-         RETURNING c.node_id, c.session_id, c.peer_id, c.status
-       ),
-       ev AS (
-         INSERT INTO event_log (stream, seq, type, payload, recorded_at)
-         SELECT $6::TEXT || upd.node_id,
-           COALESCE((SELECT MAX(e.seq) FROM event_log e WHERE e.stream = $6::TEXT || upd.node_id), 0) + 1,
-           'status_changed', jsonb_build_object('node_id', upd.node_id, 'status', upd.status, 'previous', 'UNHEALTHY'), now()
-         FROM upd
-         RETURNING stream, seq, type, payload, recorded_at
-       )
-       SELECT upd.node_id, upd.session_id, upd.peer_id, ev.stream, ev.seq, ev.type, ev.payload, ev.recorded_at
-       FROM upd JOIN ev ON ev.stream = $6::TEXT || upd.node_id`,
-      [beats.map((b) => b.nodeId), beats.map((b) => b.sessionId), beats.map((b) => b.peerId), beats.map((b) => b.load), beats.map((b) => b.reported), nodeStream('')],
-    );
+    const res = await this.db.query<RecoveredRow>(RECOVER_SQL, [...beatParams(beats), nodeStream('')], { prepare: 'orch_heartbeats_recovered' });
     return res.rows;
   }
 }

@@ -9,7 +9,7 @@ import test from 'ava';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
-import type { NodeClaims } from '../../src/cluster/authority.ts';
+import type { EnvelopeStamp, NodeClaims } from '../../src/cluster/authority.ts';
 import { Membership } from '../../src/cluster/membership.ts';
 import { generateNodeKey, publicKeyObject } from '../../src/cluster/node-key.ts';
 import { NodePeerStatus } from '../../src/gen/orch/cluster/v1/cluster.js';
@@ -17,6 +17,11 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import { Errors, isOrchError } from '../../src/errors/catalog.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import { caps, testDb } from './harness.ts';
+
+/** A fresh envelope stamp, as verifyEnvelopeUnrecorded answers for each heartbeat. */
+function stamp(): EnvelopeStamp {
+  return { sentAtMs: Date.now(), nonce: randomBytes(16).toString('hex') };
+}
 
 function claimsOf(nodeId: string): NodeClaims {
   const key = generateNodeKey();
@@ -48,7 +53,7 @@ test('UNHEALTHY members coming back at once are written in batches, each with it
 
   const answers = await Promise.all(
     members.map((m) =>
-      membership.heartbeat(m.claims, { peer_id: m.peerId, active_execution_count: 1, cpu_utilization_percent: 5, memory_utilization_percent: 6, status: NodePeerStatus.ACTIVE }),
+      membership.heartbeat(m.claims, { peer_id: m.peerId, active_execution_count: 1, cpu_utilization_percent: 5, memory_utilization_percent: 6, status: NodePeerStatus.ACTIVE }, stamp()),
     ),
   );
   t.is(answers[2]!.length, 1, 'the waiting command is answered (slow path)');
@@ -92,11 +97,11 @@ test('a batch the database cannot take is refused as UNAVAILABLE, not retried as
   let release!: () => void;
   const held = starved.tx(() => new Promise<void>((r) => (release = r)));
   const beat = { peer_id: peerId, active_execution_count: 0, cpu_utilization_percent: 1, memory_utilization_percent: 1, status: NodePeerStatus.ACTIVE };
-  const err = await t.throwsAsync(Promise.all([busy.heartbeat(claims, beat), busy.heartbeat(claims, beat), busy.heartbeat(claims, beat)]));
+  const err = await t.throwsAsync(Promise.all([busy.heartbeat(claims, beat, stamp()), busy.heartbeat(claims, beat, stamp()), busy.heartbeat(claims, beat, stamp())]));
   t.true(isOrchError(err) && err.spec === Errors.UNAVAILABLE, String(err));
   release();
   await held;
   // Once the database can take it again, the next heartbeat is written (the fast path).
-  t.deepEqual(await busy.heartbeat(claims, beat), []);
-  t.deepEqual(await membership.heartbeat(claims, beat), []);
+  t.deepEqual(await busy.heartbeat(claims, beat, stamp()), []);
+  t.deepEqual(await membership.heartbeat(claims, beat, stamp()), []);
 });

@@ -68,8 +68,9 @@ export function clusterHandlers(d: ControllerHandlerDeps): Partial<NodeClusterSe
       return { peer_id: await membership.register(claims, req) };
     }),
     heartbeat: unary<SealNodeEnvelope, HeartbeatResponse>(async (call) => {
-      const { claims, req } = await open(call, HeartbeatRequest, 'HeartbeatRequest');
-      return { commands: await membership.heartbeat(claims, req) };
+      // The replay refusal of a heartbeat is its stamp, checked by the statement that writes it (membership.ts).
+      const { claims, payload, stamp } = await authority.verifyEnvelopeUnrecorded(call.metadata, call.request);
+      return { commands: await membership.heartbeat(claims, decode(HeartbeatRequest, payload, 'HeartbeatRequest'), stamp) };
     }),
     deregisterNode: unary<SealNodeEnvelope, DeregisterNodeResponse>(async (call) => {
       const { claims, req } = await open(call, DeregisterNodeRequest, 'DeregisterNodeRequest');
