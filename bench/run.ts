@@ -16,6 +16,7 @@ import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
+import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
 import { benchWsFanout } from './ws-fanout.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
@@ -243,6 +244,17 @@ if (what === 'ws-fanout') {
         `load average ${f.loadAverage.toFixed(1)}, errors ${f.errors}, closed ${f.closed}\n`,
     );
   }
+}
+if (what === 'grpc-floor' || what === 'all') {
+  // Issue 7: the per-call CPU of a bare unary server at N connections x 1 call/s, under the heartbeat figures.
+  const connections = arg('workers', 1000);
+  for (const kind of ['http2', 'grpc-channelz', 'grpc'] as FloorServer[]) {
+    const runs = [];
+    for (let i = 0; i < RUNS; i++) runs.push(await benchServerFloor(kind, connections, Math.max(SECONDS, 10)));
+    process.stdout.write(`  ${kind}: ${runs.map((r) => `${r.usPerCall.toFixed(0)} µs/call (${r.cpuPercent.toFixed(1)}%, load ${r.loadAverage.toFixed(1)})`).join(', ')}\n`);
+    report(`Unary call floor, ${kind}, ${connections} connections x 1/s`, runs.map((r) => r.usPerCall), 'µs/call');
+  }
+  report('Ed25519 verify (node:crypto), 1.1 kB payload', Array.from({ length: RUNS }, () => benchEd25519Verify()), 'µs');
 }
 if (what === 'cluster-heartbeats' || what === 'all') {
   // Issue 7: heartbeats/s one controller process absorbs from N simulated workers at a 1 s period, and its CPU.

@@ -1,6 +1,7 @@
 // FuseMountService (seed 000, package orch.fuse.v1) on 127.0.0.1:50053 by default: the orchestrator's handle on
 // the FUSE daemon. It listens on loopback only; the FSAL behind every mount does the authorization.
 import { Server, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
+import { newGrpcServer } from '../gateway/grpc/server-options.ts';
 import {
   FuseMountServiceService,
   type FuseMountServiceServer,
@@ -44,7 +45,7 @@ export function fuseMountHandlers(mounts: MountManager, logger: Logger): FuseMou
 }
 
 export function createFuseServer(mounts: MountManager, logger: Logger): Server {
-  const server = new Server();
+  const server = newGrpcServer();
   server.addService(FuseMountServiceService, fuseMountHandlers(mounts, logger));
   return server;
 }

@@ -3,6 +3,7 @@
 // plug in as a `gate`, which runs before every handler (AttestNode and ChallengeNode must be let through by
 // it: they carry no token).
 import { Server, type ServerOptions } from '@grpc/grpc-js';
+import { newGrpcServer } from '../../gateway/grpc/server-options.ts';
 import { NodeClusterServiceService, type NodeClusterServiceServer } from '../../gen/orch/cluster/v1/cluster.js';
 import { guardService, type CallGate } from '../../gateway/grpc/guard.ts';
 import { unimplementedService, withOverrides } from '../../gateway/grpc/unimplemented.ts';
@@ -25,7 +26,7 @@ export function addClusterService(server: Server, options: ClusterServerOptions)
 
 /** A new server with NodeClusterService; bind it with startGrpcServer. */
 export function createClusterServer(options: ClusterServerOptions, serverOptions?: ServerOptions): Server {
-  const server = new Server(serverOptions);
+  const server = newGrpcServer(serverOptions);
   addClusterService(server, options);
   return server;
 }

@@ -2,6 +2,7 @@
 // grpc_auth gate. Every method answers UNIMPLEMENTED until an issue supplies its handler through `handlers` or
 // `fsal`; a supplied handler may be async and throw OrchError (mapped by toGrpcError).
 import { Server, type ServerOptions } from '@grpc/grpc-js';
+import { newGrpcServer } from './server-options.ts';
 import { FsalServiceService, type FsalServiceServer } from '../../gen/orch/fsal/v1/fsal.js';
 import { OrchRuntimeService, type OrchRuntimeServer } from '../../gen/orch/runtime/v1/runtime.js';
 import type { Logger } from '../../logging/logger.ts';
@@ -30,7 +31,7 @@ export function addRuntimeServices(server: Server, options: RuntimeServerOptions
 
 /** A new server with OrchRuntime and FsalService; bind it with startGrpcServer. */
 export function createRuntimeServer(options: RuntimeServerOptions, serverOptions?: ServerOptions): Server {
-  const server = new Server(serverOptions);
+  const server = newGrpcServer(serverOptions);
   addRuntimeServices(server, options);
   return server;
 }

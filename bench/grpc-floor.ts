@@ -1,0 +1,68 @@
+// What one unary call costs a Node server before orch does anything (issue 7's heartbeat CPU target): a server
+// process answers N connections that each make one call per second (bench/grpc-floor-peer.ts, 2 load processes),
+// with a heartbeat-sized request and token, and its CPU (utime + stime, /proc) per call is measured over the
+// window: on bare node:http2 (gRPC's framing by hand), on grpc-js with channelz on (its default) and off (orch's
+// servers). Plus Ed25519 verification of a heartbeat-sized payload, in process. Together: the floor under the
+// controller's CPU per heartbeat (bench/cluster-heartbeats.ts).
+// Run: `npm run bench -- grpc-floor [--workers 1000] [--seconds 20] [--runs 3]`.
+import { fork, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, sign, verify } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'grpc-floor-peer.ts');
+export type FloorServer = 'http2' | 'grpc-channelz' | 'grpc';
+
+async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+function message<T>(child: ChildProcess): Promise<T> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: T & { error?: string }) => (m.error ? reject(new Error(m.error)) : resolve(m)));
+    child.once('exit', (code) => reject(new Error(`bench peer exited (${code})`)));
+  });
+}
+
+/** Server CPU per call, µs, and the server's CPU as % of one core, at `connections` calls/s. */
+export async function benchServerFloor(kind: FloorServer, connections: number, seconds: number): Promise<{ usPerCall: number; cpuPercent: number; loadAverage: number }> {
+  const spawn = (args: string[]): ChildProcess => fork(PEER, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = spawn(['server', kind]);
+  const children = [server];
+  try {
+    const { port } = await message<{ port: number }>(server);
+    for (let i = 0; i < 2; i++) {
+      const client = spawn(['client']);
+      children.push(client);
+      const started = message(client);
+      client.send({ port, count: Math.ceil(connections / 2) });
+      await started;
+    }
+    // Connections open and the phases spread over the second before the window.
+    await new Promise((r) => setTimeout(r, 5000));
+    const c0 = await cpuSeconds(server.pid!);
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const cpu = (await cpuSeconds(server.pid!)) - c0;
+    const elapsed = (Date.now() - t0) / 1000;
+    const calls = Math.ceil(connections / 2) * 2 * elapsed;
+    return { usPerCall: (cpu / calls) * 1e6, cpuPercent: (cpu / elapsed) * 100, loadAverage: os.loadavg()[0]! };
+  } finally {
+    for (const c of children) c.kill('SIGKILL');
+  }
+}
+
+/** Ed25519 verification of a heartbeat-sized envelope payload with node:crypto, µs per verify. */
+export function benchEd25519Verify(n = 5000): number {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const payload = Buffer.alloc(1100, 7);
+  const signature = sign(null, payload, privateKey);
+  for (let i = 0; i < 200; i++) verify(null, payload, publicKey, signature);
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) if (!verify(null, payload, publicKey, signature)) throw new Error('signature did not verify');
+  return Number(process.hrtime.bigint() - t0) / 1000 / n;
+}
