@@ -6,7 +6,7 @@
 // token-protected call: bearer token = envelope token, token signature and expiry, Ed25519 signature over the
 // payload by the key in the token, freshness stamp, and the nonce not seen before. The private key is never
 // logged; tokens are never logged either.
-import { randomBytes, randomUUID, timingSafeEqual, type KeyObject } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import type { Metadata } from '@grpc/grpc-js';
@@ -15,7 +15,8 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import type { SealNodeEnvelope } from '../gen/orch/cluster/v1/cluster.js';
 import { bearerOf, readStamp, STAMP_MAX_SKEW_MS, type NodeCredentials } from './envelope.ts';
-import { publicKeyObject, rawPublicKeyFromPem, verifyEd25519, type NodeKey } from './node-key.ts';
+import { verifyEd25519 } from '../util/ed25519.ts';
+import { rawPublicKeyFromPem, type NodeKey } from './node-key.ts';
 
 export const NODE_TOKEN_ISSUER = 'orch-cluster';
 export const NODE_TOKEN_AUDIENCE = 'orch-cluster';
@@ -36,7 +37,8 @@ export interface NodeClaims {
   expiresAtMs: number;
   /** base64 of the raw Ed25519 key the token is bound to. */
   publicKey: string;
-  keyObject: KeyObject;
+  /** The same key, raw, for verification. */
+  publicKeyRaw: Buffer;
 }
 
 /** The replay record: true the first time (node, nonce) is seen by any controller. */
@@ -71,11 +73,6 @@ function unauthenticated(message: string): OrchError {
   return new OrchError(Errors.UNAUTHENTICATED, message);
 }
 
-function sameText(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 const ROLE_OF: Record<number, NodeRoleName | undefined> = { 0: 'controller', 1: 'worker', 2: 'hybrid' };
 
@@ -245,7 +242,7 @@ export class ClusterAuthority {
       sessionId: payload.jti,
       expiresAtMs: payload.exp * 1000,
       publicKey: raw.toString('base64'),
-      keyObject: publicKeyObject(raw),
+      publicKeyRaw: raw,
     };
     if (this.verified.size >= 20_000) {
       const now = Date.now();
@@ -275,7 +272,9 @@ export class ClusterAuthority {
   async verifyEnvelopeUnrecorded(metadata: Metadata, envelope: SealNodeEnvelope): Promise<{ claims: NodeClaims; payload: Uint8Array; stamp: EnvelopeStamp }> {
     const bearer = bearerOf(metadata);
     if (!bearer) throw unauthenticated('missing node token in metadata authorization');
-    if (!envelope.node_security_token || !sameText(bearer, envelope.node_security_token)) {
+    // A plain comparison: both tokens come from the caller and neither is a secret the caller lacks, so its timing
+    // tells nothing (the token's own signature is what is checked, by verifyToken).
+    if (!envelope.node_security_token || bearer !== envelope.node_security_token) {
       throw unauthenticated('envelope token does not match the authorization metadata');
     }
     const claims = await this.verifyToken(bearer);
@@ -294,7 +293,7 @@ export interface EnvelopeStamp {
 export function verifySignedStamp(claims: NodeClaims, envelope: SealNodeEnvelope, now = Date.now()): { payload: Uint8Array; stamp: EnvelopeStamp } {
   const payload = envelope.payload;
   if (!payload || payload.length === 0) throw new OrchError(Errors.BAD_REQUEST, 'envelope payload is empty');
-  if (!verifyEd25519(claims.keyObject, payload, envelope.signature ?? new Uint8Array())) {
+  if (!verifyEd25519(claims.publicKeyRaw, payload, envelope.signature ?? new Uint8Array())) {
     throw unauthenticated('envelope signature does not verify with the node key');
   }
   const stamp = readStamp(payload);

@@ -1,8 +1,8 @@
 // The node's Ed25519 key: made on the first start, kept at <dataDir>/identity/node-key.json (0600, in a 0700
 // directory) so that a restarted node attests with the same key — the controller pins a node id to the key it first
-// registered with (docs/CLUSTER.md "Trust"). Signing and the hot-path verification use OpenSSL through node:crypto
-// (tens of microseconds); the attestation challenge is checked with @noble/curves (src/cluster/authority.ts).
-import { createPrivateKey, createPublicKey, randomUUID, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+// registered with (docs/CLUSTER.md "Trust"). Signing uses OpenSSL through node:crypto; the hot-path verification is
+// libsodium's (src/util/ed25519.ts); the attestation challenge is checked with @noble/curves (src/cluster/authority.ts).
+import { createPrivateKey, createPublicKey, randomUUID, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { chmod, link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ed25519 } from '@noble/curves/ed25519.js';
@@ -89,19 +89,4 @@ export function rawPublicKeyFromPem(pem: string): Uint8Array {
   }
   if (key.asymmetricKeyType !== 'ed25519') throw new OrchError(Errors.BAD_REQUEST, 'public_key_pem is not an Ed25519 key');
   return new Uint8Array(Buffer.from(String(key.export({ format: 'jwk' }).x), 'base64url'));
-}
-
-/** A verification key object for the raw 32 bytes (cache it: making one costs more than a verification). */
-export function publicKeyObject(raw: Uint8Array): KeyObject {
-  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
-}
-
-/** OpenSSL Ed25519 verification; never throws. */
-export function verifyEd25519(key: KeyObject, data: Uint8Array, signature: Uint8Array): boolean {
-  if (signature.length !== 64) return false;
-  try {
-    return cryptoVerify(null, data, key, signature);
-  } catch {
-    return false;
-  }
 }

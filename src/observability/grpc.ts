@@ -5,7 +5,7 @@ import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, ty
 import { tracer } from './tracing.ts';
 
 interface MetadataLike {
-  getMap(): Record<string, unknown>;
+  get(key: string): unknown[];
 }
 
 export interface GrpcServerSpan {
@@ -16,8 +16,13 @@ export interface GrpcServerSpan {
 }
 
 export function startGrpcServerSpan(path: string, metadata: MetadataLike): GrpcServerSpan {
+  // Only the keys the propagator reads (traceparent, tracestate, baggage): copying all metadata would copy the
+  // bearer token of every call.
   const carrier: Record<string, string> = {};
-  for (const [k, v] of Object.entries(metadata.getMap())) if (typeof v === 'string') carrier[k] = v;
+  for (const k of propagation.fields()) {
+    const v = metadata.get(k)[0];
+    if (typeof v === 'string') carrier[k] = v;
+  }
   const parent = propagation.extract(ROOT_CONTEXT, carrier);
   const [, service = '', method = ''] = /^\/([^/]+)\/(.+)$/.exec(path) ?? [];
   const span: Span = tracer().startSpan(path.slice(1), { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } }, parent);

@@ -9,7 +9,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import type { EnvelopeStamp, NodeClaims } from '../../src/cluster/authority.ts';
 import { Membership } from '../../src/cluster/membership.ts';
-import { generateNodeKey, publicKeyObject } from '../../src/cluster/node-key.ts';
+import { generateNodeKey } from '../../src/cluster/node-key.ts';
 import { NodePeerStatus } from '../../src/gen/orch/cluster/v1/cluster.js';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { Errors, isOrchError } from '../../src/errors/catalog.ts';
@@ -29,7 +29,7 @@ async function member(t: Parameters<typeof testDb>[0]) {
     sessionId: randomUUID(),
     expiresAtMs: Date.now() + 3_600_000,
     publicKey: Buffer.from(key.publicKey).toString('base64'),
-    keyObject: publicKeyObject(key.publicKey),
+    publicKeyRaw: Buffer.from(key.publicKey),
   };
   const peerId = await membership.register(claims, { capabilities: caps(), grpc_address: '127.0.0.1:1' });
   const beat = { peer_id: peerId, active_execution_count: 0, cpu_utilization_percent: 1, memory_utilization_percent: 1, status: NodePeerStatus.ACTIVE };

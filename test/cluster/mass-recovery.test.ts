@@ -11,7 +11,7 @@ import { MemoryBus } from '../../src/bus/memory.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
 import type { EnvelopeStamp, NodeClaims } from '../../src/cluster/authority.ts';
 import { Membership } from '../../src/cluster/membership.ts';
-import { generateNodeKey, publicKeyObject } from '../../src/cluster/node-key.ts';
+import { generateNodeKey } from '../../src/cluster/node-key.ts';
 import { NodePeerStatus } from '../../src/gen/orch/cluster/v1/cluster.js';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { Errors, isOrchError } from '../../src/errors/catalog.ts';
@@ -25,7 +25,7 @@ function stamp(): EnvelopeStamp {
 
 function claimsOf(nodeId: string): NodeClaims {
   const key = generateNodeKey();
-  return { nodeId, role: 'worker', sessionId: randomUUID(), expiresAtMs: Date.now() + 3_600_000, publicKey: Buffer.from(key.publicKey).toString('base64'), keyObject: publicKeyObject(key.publicKey) };
+  return { nodeId, role: 'worker', sessionId: randomUUID(), expiresAtMs: Date.now() + 3_600_000, publicKey: Buffer.from(key.publicKey).toString('base64'), publicKeyRaw: Buffer.from(key.publicKey) };
 }
 
 test('UNHEALTHY members coming back at once are written in batches, each with its one status event', async (t) => {
