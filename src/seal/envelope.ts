@@ -1,7 +1,8 @@
 // The SEAL envelope (CONTRACT.md "SEAL envelope, exactly"): parsing of both wire forms, Ed25519 keys in both
 // forms (PEM and base64 raw), signature verification over exactly the payload bytes, and the JSON-RPC 2.0 shapes
 // of a tools/call request and its answers. Pure functions; no I/O.
-import { createPublicKey, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { verifyEd25519 } from '../util/ed25519.ts';
 
 export const SEAL_PROTOCOL = 'seal/v1';
 /** An envelope older than this, or this far in the future, is refused. */
@@ -155,20 +156,15 @@ export function keyObject(raw: Uint8Array): KeyObject {
   }
 }
 
-/** Ed25519 verification of `signature` (base64) over exactly `payload`. Never throws. */
-export function verifySignature(key: KeyObject, payload: Uint8Array, signature: string): boolean {
+/** Ed25519 verification of `signature` (base64) over exactly `payload` by the raw 32-byte key. Never throws. */
+export function verifySignature(publicKey: Uint8Array, payload: Uint8Array, signature: string): boolean {
   let sig: Buffer;
   try {
     sig = decodeBase64(signature, 'signature');
   } catch {
     return false;
   }
-  if (sig.length !== 64) return false;
-  try {
-    return cryptoVerify(null, payload, key, sig);
-  } catch {
-    return false;
-  }
+  return verifyEd25519(publicKey, payload, sig);
 }
 
 function isId(v: unknown): v is JsonRpcId {

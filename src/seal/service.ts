@@ -6,7 +6,7 @@
 // payload bytes (401) → timestamp ±30 s (401) → execution still running (403) and signature not seen before
 // (401), in one statement → JSON-RPC request (400 / 422) → ToolCatalog.call: arguments (422), policy (403),
 // handler (200, isError for a tool-level failure). Anything unexpected is 500/-32603; nothing throws out.
-import { createHash, randomUUID, type KeyObject } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
 import type { AgentManifest } from '../agents/manifest/types.ts';
@@ -29,7 +29,6 @@ import {
   ArgumentsError,
   EnvelopeError,
   idOf,
-  keyObject,
   parsePublicKey,
   parseToolCall,
   rpcError,
@@ -118,7 +117,8 @@ interface Session {
   executionId: string;
   agentId: string;
   tenantId: string;
-  key: KeyObject;
+  /** The agent's raw Ed25519 public key. */
+  key: Buffer;
   context: SecurityContext;
   expiresMs: number;
   manifest: AgentManifest;
@@ -305,7 +305,7 @@ export class SealService {
       executionId: row.execution_id,
       agentId: row.agent_id,
       tenantId: row.tenant_id,
-      key: keyObject(Buffer.from(row.public_key, 'base64')),
+      key: Buffer.from(row.public_key, 'base64'),
       context,
       expiresMs: new Date(row.expires_at).getTime(),
       manifest: exec.manifest,

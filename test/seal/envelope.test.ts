@@ -3,7 +3,7 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { buildEnvelope, generateKeyPair, publicKeyBase64, publicKeyPem, signPayload } from '../../src/seal/client.ts';
-import { EnvelopeError, parsePublicKey, verifySignature, keyObject, type SealEnvelope } from '../../src/seal/envelope.ts';
+import { EnvelopeError, parsePublicKey, verifySignature, type SealEnvelope } from '../../src/seal/envelope.ts';
 import { fixture, type Fixture } from './harness.ts';
 
 let f: Fixture;
@@ -31,8 +31,8 @@ test('keys: PEM and raw base64 are the same key; other forms refused', (t) => {
   t.throws(() => parsePublicKey('abc'), { instanceOf: EnvelopeError });
   t.throws(() => parsePublicKey(Buffer.alloc(31).toString('base64')), { instanceOf: EnvelopeError });
   const e = signPayload(Buffer.from('x'), { securityToken: 't', privateKey: k.privateKey });
-  t.true(verifySignature(keyObject(k.publicKey), e.payload, e.signature));
-  t.false(verifySignature(keyObject(k.publicKey), Buffer.from('y'), e.signature));
+  t.true(verifySignature(k.publicKey, e.payload, e.signature));
+  t.false(verifySignature(k.publicKey, Buffer.from('y'), e.signature));
 });
 
 test('tampered payload: 401 -32000', async (t) => {
