@@ -2,7 +2,7 @@
 // process answers N connections that each make one call per second (bench/grpc-floor-peer.ts, 2 load processes),
 // with a heartbeat-sized request and token, and its CPU (utime + stime, /proc) per call is measured over the
 // window: on bare node:http2 (gRPC's framing by hand), on grpc-js with channelz on (its default) and off (orch's
-// servers). Plus Ed25519 verification of a heartbeat-sized payload, in process. Together: the floor under the
+// servers). Plus Ed25519 verification of a heartbeat-sized payload, in process, by OpenSSL and by libsodium. Together: the floor under the
 // controller's CPU per heartbeat (bench/cluster-heartbeats.ts).
 // Run: `npm run bench -- grpc-floor [--workers 1000] [--seconds 20] [--runs 3]`.
 import { fork, type ChildProcess } from 'node:child_process';
@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { verifyEd25519 } from '../src/util/ed25519.ts';
 
 const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'grpc-floor-peer.ts');
 export type FloorServer = 'http2' | 'grpc-channelz' | 'grpc';
@@ -56,13 +57,15 @@ export async function benchServerFloor(kind: FloorServer, connections: number, s
   }
 }
 
-/** Ed25519 verification of a heartbeat-sized envelope payload with node:crypto, µs per verify. */
-export function benchEd25519Verify(n = 5000): number {
+/** Ed25519 verification of a heartbeat-sized envelope payload, µs per verify: node:crypto (OpenSSL) or libsodium (orch's). */
+export function benchEd25519Verify(impl: 'openssl' | 'libsodium', n = 5000): number {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const raw = Buffer.from(String(publicKey.export({ format: 'jwk' }).x), 'base64url');
   const payload = Buffer.alloc(1100, 7);
   const signature = sign(null, payload, privateKey);
-  for (let i = 0; i < 200; i++) verify(null, payload, publicKey, signature);
+  const once = impl === 'openssl' ? () => verify(null, payload, publicKey, signature) : () => verifyEd25519(raw, payload, signature);
+  for (let i = 0; i < 200; i++) once();
   const t0 = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) if (!verify(null, payload, publicKey, signature)) throw new Error('signature did not verify');
+  for (let i = 0; i < n; i++) if (!once()) throw new Error('signature did not verify');
   return Number(process.hrtime.bigint() - t0) / 1000 / n;
 }

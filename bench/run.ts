@@ -254,7 +254,8 @@ if (what === 'grpc-floor' || what === 'all') {
     process.stdout.write(`  ${kind}: ${runs.map((r) => `${r.usPerCall.toFixed(0)} µs/call (${r.cpuPercent.toFixed(1)}%, load ${r.loadAverage.toFixed(1)})`).join(', ')}\n`);
     report(`Unary call floor, ${kind}, ${connections} connections x 1/s`, runs.map((r) => r.usPerCall), 'µs/call');
   }
-  report('Ed25519 verify (node:crypto), 1.1 kB payload', Array.from({ length: RUNS }, () => benchEd25519Verify()), 'µs');
+  report('Ed25519 verify, node:crypto (OpenSSL), 1.1 kB', Array.from({ length: RUNS }, () => benchEd25519Verify('openssl')), 'µs');
+  report('Ed25519 verify, libsodium (orch), 1.1 kB', Array.from({ length: RUNS }, () => benchEd25519Verify('libsodium')), 'µs');
 }
 if (what === 'cluster-heartbeats' || what === 'all') {
   // Issue 7: heartbeats/s one controller process absorbs from N simulated workers at a 1 s period, and its CPU.
