@@ -15,7 +15,7 @@
 // tenant's own agent shadows a global agent of the same name. A name is unique within a tenant whatever the scope,
 // and the scope of an existing agent is not changed by redeploying it.
 import { randomUUID } from 'node:crypto';
-import type { Role } from '../auth/principal.ts';
+import type { Role, Viewer } from '../auth/principal.ts';
 import { SYSTEM_TENANT } from '../auth/principal.ts';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -41,10 +41,7 @@ export class AgentManifestInvalid extends OrchError {
 }
 
 /** Who asks: the subject (for user-scoped agents) and roles (operator for global ones). */
-export interface Viewer {
-  subject: string;
-  roles?: readonly Role[];
-}
+export type { Viewer };
 
 export interface DeployRequest {
   tenant: string;

@@ -19,6 +19,12 @@ export interface Principal {
   delegated: boolean;
 }
 
+/** Who is looking at a registry (agents, workflow definitions): what decides which rows a listing shows. */
+export interface Viewer {
+  subject: string;
+  roles?: readonly Role[];
+}
+
 /** Verifies bearer tokens. One instance per node, shared by HTTP and gRPC. */
 export interface Authenticator {
   /**

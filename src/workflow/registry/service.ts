@@ -16,7 +16,7 @@
 // target scope is 409 and moves nothing.
 import { randomUUID } from 'node:crypto';
 import semver from 'semver';
-import { SYSTEM_TENANT, type Role } from '../../auth/principal.ts';
+import { SYSTEM_TENANT, type Role, type Viewer } from '../../auth/principal.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
@@ -48,10 +48,7 @@ export class WorkflowManifestInvalid extends OrchError {
 }
 
 /** Who asks: the subject (owner of user-scoped workflows) and roles (operator, tenant-admin). */
-export interface Viewer {
-  subject: string;
-  roles?: readonly Role[];
-}
+export type { Viewer };
 
 export interface DeployRequest extends Viewer {
   tenant: string;
