@@ -1,13 +1,12 @@
 // ClusterAuthority: the controller's side of node identity (seed 000 "Node attestation sequence", "Authentication"
 // of cluster RPCs; docs/CLUSTER.md). AttestNode records a single-use challenge bound to the node id and key the
-// node presented; ChallengeNode checks the Ed25519 signature over the nonce (@noble/curves) and issues the node
-// security token: an RS256 JWT (1 h) whose `cnf.jwk` is the node's Ed25519 key (RFC 7800), signed by the cluster
+// node presented; ChallengeNode checks the Ed25519 signature over the nonce (libsodium, src/util/ed25519.ts) and
+// issues the node security token: an RS256 JWT (1 h) whose `cnf.jwk` is the node's Ed25519 key (RFC 7800), signed by the cluster
 // key kept in `cluster_keys` and shared by every controller of the database. verifyEnvelope then checks every
 // token-protected call: bearer token = envelope token, token signature and expiry, Ed25519 signature over the
 // payload by the key in the token, freshness stamp, and the nonce not seen before. The private key is never
 // logged; tokens are never logged either.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import type { Metadata } from '@grpc/grpc-js';
 import { Errors, OrchError } from '../errors/catalog.ts';
@@ -158,14 +157,7 @@ export class ClusterAuthority {
     ).rows[0];
     if (!row) throw unauthenticated('unknown or already used challenge');
     if (row.expired) throw unauthenticated('challenge expired');
-    const pub = Buffer.from(row.public_key, 'base64');
-    let ok = false;
-    try {
-      ok = req.signature.length === 64 && ed25519.verify(req.signature, Buffer.from(row.nonce, 'utf8'), pub);
-    } catch {
-      ok = false;
-    }
-    if (!ok) throw unauthenticated('challenge signature does not verify with the attested key');
+    if (!verifyEd25519(Buffer.from(row.public_key, 'base64'), Buffer.from(row.nonce, 'utf8'), req.signature)) throw unauthenticated('challenge signature does not verify with the attested key');
     const sessionId = randomUUID();
     await this.o.db.tx(async (tx) => {
       await this.checkPinned(tx, row.node_id, row.public_key);

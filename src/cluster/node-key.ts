@@ -1,7 +1,7 @@
 // The node's Ed25519 key: made on the first start, kept at <dataDir>/identity/node-key.json (0600, in a 0700
 // directory) so that a restarted node attests with the same key — the controller pins a node id to the key it first
-// registered with (docs/CLUSTER.md "Trust"). Signing uses OpenSSL through node:crypto; the hot-path verification is
-// libsodium's (src/util/ed25519.ts); the attestation challenge is checked with @noble/curves (src/cluster/authority.ts).
+// registered with (docs/CLUSTER.md "Trust"). Signing uses OpenSSL through node:crypto; every verification
+// (envelopes and the attestation challenge, src/cluster/authority.ts) is libsodium's (src/util/ed25519.ts).
 import { createPrivateKey, createPublicKey, randomUUID, sign as cryptoSign, type KeyObject } from 'node:crypto';
 import { chmod, link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
