@@ -17,6 +17,7 @@ import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
+import { benchHeartbeatHandler } from './heartbeat-handler.ts';
 import { benchWsFanout } from './ws-fanout.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
@@ -256,6 +257,13 @@ if (what === 'grpc-floor' || what === 'all') {
   }
   report('Ed25519 verify, node:crypto (OpenSSL), 1.1 kB', Array.from({ length: RUNS }, () => benchEd25519Verify('openssl')), 'µs');
   report('Ed25519 verify, libsodium (orch), 1.1 kB', Array.from({ length: RUNS }, () => benchEd25519Verify('libsodium')), 'µs');
+}
+if (what === 'heartbeat-handler' || what === 'all') {
+  // Issue 7: the controller's own CPU per heartbeat (handler, checks, batched write), in process, no network.
+  const members = arg('workers', 1000);
+  const runs = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await benchHeartbeatHandler(members, SECONDS));
+  report(`Heartbeat handler path, ${members} members, in process`, runs.map((r) => r.usPerHeartbeat), 'µs CPU/heartbeat');
 }
 if (what === 'cluster-heartbeats' || what === 'all') {
   // Issue 7: heartbeats/s one controller process absorbs from N simulated workers at a 1 s period, and its CPU.
