@@ -12,7 +12,7 @@
 // With ORCH_BENCH_CPU_PROF=<dir> the controller runs under `node --cpu-prof` and writes its profile there.
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '../src/logging/logger.ts';
@@ -21,6 +21,7 @@ import { eventually, startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { redisUrl } from '../test/support/redis.ts';
 import { percentile } from './stats.ts';
+import { cpuSeconds, cpuTimes } from './proc-cpu.ts';
 export interface HeartbeatFigures {
   workers: number;
   seconds: number;
@@ -43,21 +44,6 @@ export interface HeartbeatFigures {
   recovered: number;
   recoverySeconds: number;
   loadAverage: number;
-}
-
-const CLK_TCK = 100;
-
-/** User and system CPU seconds of a process so far. */
-async function cpuTimes(pid: number): Promise<{ user: number; system: number }> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start after the last ')'.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return { user: Number(f[11]) / CLK_TCK, system: Number(f[12]) / CLK_TCK };
-}
-
-async function cpuSeconds(pid: number): Promise<number> {
-  const t = await cpuTimes(pid);
-  return t.user + t.system;
 }
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

@@ -7,20 +7,14 @@
 // Run: `npm run bench -- grpc-floor [--workers 1000] [--seconds 20] [--runs 3]`.
 import { fork, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, verify } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifyEd25519 } from '../src/util/ed25519.ts';
+import { cpuSeconds } from './proc-cpu.ts';
 
 const PEER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'grpc-floor-peer.ts');
 export type FloorServer = 'http2' | 'grpc-channelz' | 'grpc';
-
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
 
 function message<T>(child: ChildProcess): Promise<T> {
   return new Promise((resolve, reject) => {

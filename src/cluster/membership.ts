@@ -358,23 +358,17 @@ const RECOVER_SQL = `WITH v AS (SELECT * FROM ${BEATS}),
    FROM upd JOIN ev ON ev.stream = $8::TEXT || upd.node_id`;
 
 /**
- * One heartbeat per member for a statement (its latest), the rest for the slow path: an UPDATE … FROM joining a row
- * to several heartbeats would write one of them and say nothing of the others. Sorted by node id: rows are locked in
- * node-id order, as every other multi-row write here does, so batches never deadlock.
+ * One heartbeat per member for a statement (its latest), sorted by node id; the others of the batch are left out and
+ * so take the slow path: an UPDATE … FROM joining a row to several heartbeats would write one of them and say nothing
+ * of the others. Rows are locked in node-id order, as every other multi-row write here does, so batches never deadlock.
  */
-function onePerMember(beats: PlainBeat[]): { statement: PlainBeat[]; rest: PlainBeat[] } {
+function onePerMember(beats: PlainBeat[]): PlainBeat[] {
   const latest = new Map<string, PlainBeat>();
-  const rest: PlainBeat[] = [];
   for (const b of beats) {
     const seen = latest.get(b.nodeId);
-    if (!seen) latest.set(b.nodeId, b);
-    else if (b.stampMs > seen.stampMs || (b.stampMs === seen.stampMs && b.nonce > seen.nonce)) {
-      rest.push(seen);
-      latest.set(b.nodeId, b);
-    } else rest.push(b);
+    if (!seen || b.stampMs > seen.stampMs || (b.stampMs === seen.stampMs && b.nonce > seen.nonce)) latest.set(b.nodeId, b);
   }
-  const statement = [...latest.values()].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
-  return { statement, rest };
+  return [...latest.values()].sort((a, b) => (a.nodeId < b.nodeId ? -1 : a.nodeId > b.nodeId ? 1 : 0));
 }
 
 /**
@@ -465,7 +459,7 @@ class HeartbeatBatcher {
   }
 
   private async write(beats: PlainBeat[]): Promise<Map<string, BatchedBeat | Error>> {
-    const { statement } = onePerMember(beats);
+    const statement = onePerMember(beats);
     const res = await this.db.query<WrittenRow>(PLAIN_SQL, beatParams(statement), { prepare: 'orch_heartbeats' });
     const written = new Map<string, BatchedBeat | Error>(res.rows.map((r) => [writtenKey(r), { event: null }]));
     const rest = statement.filter((b) => !written.has(beatKey(b)));

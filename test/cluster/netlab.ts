@@ -8,6 +8,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import net from 'node:net';
 import { promisify } from 'node:util';
+import { relayTo, splitHostPort } from '../support/tcp-relay.ts';
 
 const run = promisify(execFile);
 
@@ -129,22 +130,7 @@ export async function createNetLab(): Promise<NetLab> {
       await ip('link', 'set', node.hostVeth, 'up');
     },
     async forward(target) {
-      const sep = target.lastIndexOf(':');
-      const host = target.slice(0, sep);
-      const port = Number(target.slice(sep + 1));
-      const server = net.createServer((inbound) => {
-        const outbound = net.connect(port, host);
-        sockets.add(inbound).add(outbound);
-        const done = (): void => {
-          inbound.destroy();
-          outbound.destroy();
-          sockets.delete(inbound);
-          sockets.delete(outbound);
-        };
-        inbound.pipe(outbound).pipe(inbound);
-        inbound.on('error', done).on('close', done);
-        outbound.on('error', done).on('close', done);
-      });
+      const server = net.createServer(relayTo(splitHostPort(target), sockets));
       servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -10,6 +10,7 @@ import { generateNodeKey } from '../../src/cluster/node-key.ts';
 import { WorkerMembership } from '../../src/cluster/worker-membership.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { eventually } from '../support/node-process.ts';
+import { relayTo, splitHostPort } from '../support/tcp-relay.ts';
 import { caps, startController, testDb } from './harness.ts';
 
 interface Gate {
@@ -22,25 +23,11 @@ interface Gate {
 }
 
 async function gate(target: string): Promise<Gate> {
-  const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
   const sockets = new Set<net.Socket>();
   let bytes = 0;
   let server: net.Server | undefined;
   const listen = async (on: number): Promise<number> => {
-    const s = net.createServer((inbound) => {
-      const outbound = net.connect(port, host);
-      sockets.add(inbound).add(outbound);
-      inbound.on('data', (d: Buffer) => (bytes += d.length));
-      inbound.pipe(outbound).pipe(inbound);
-      const drop = (): void => {
-        inbound.destroy();
-        outbound.destroy();
-        sockets.delete(inbound);
-        sockets.delete(outbound);
-      };
-      inbound.on('error', drop).on('close', drop);
-      outbound.on('error', drop).on('close', drop);
-    });
+    const s = net.createServer(relayTo(splitHostPort(target), sockets, (d) => (bytes += d.length)));
     s.listen(on, '127.0.0.1');
     await once(s, 'listening');
     server = s;
