@@ -12,7 +12,7 @@ export const MAX_SKEW_MS = 30_000;
 export interface SealEnvelope {
   protocol: string;
   security_token: string;
-  /** base64 Ed25519 signature over exactly `payload`. */
+  /** base64 Ed25519 signature over exactly `payload`; only the canonical spelling is accepted (decodeSignature). */
   signature: string;
   payload: Uint8Array;
   /** ISO 8601 UTC. */
@@ -68,6 +68,22 @@ export function decodeBase64(s: string, what: string): Buffer {
   const t = s.trim();
   if (!(BASE64.test(t) || BASE64URL.test(t)) || t.length === 0) throw new EnvelopeError(`${what} is not base64`);
   return Buffer.from(t, BASE64URL.test(t) && /[-_]/.test(t) ? 'base64url' : 'base64');
+}
+
+/** Ed25519 signatures are 64 bytes: canonical standard base64 of them is 86 characters and `==`. */
+const SIGNATURE_B64 = /^[A-Za-z0-9+/]{85}[AQgw]==$/;
+
+/**
+ * The signature bytes of an envelope. Only the canonical text is accepted: the standard alphabet, `==` padding, and
+ * the unused low bits of the last character zero — exactly what `Buffer.toString('base64')` makes of 64 bytes.
+ * Every other spelling of the same bytes (no padding, the URL alphabet, flipped unused bits) is refused: the bytes
+ * are the replay key, and a second spelling must never look like a new signature to anyone who keys on the text.
+ */
+export function decodeSignature(s: string): Buffer {
+  if (!SIGNATURE_B64.test(s)) {
+    throw new EnvelopeError('signature must be canonical base64 (standard alphabet, "=" padding, 88 characters) of the 64-byte Ed25519 signature');
+  }
+  return Buffer.from(s, 'base64');
 }
 
 function str(v: unknown, name: string): string {
@@ -156,15 +172,9 @@ export function keyObject(raw: Uint8Array): KeyObject {
   }
 }
 
-/** Ed25519 verification of `signature` (base64) over exactly `payload` by the raw 32-byte key. Never throws. */
-export function verifySignature(publicKey: Uint8Array, payload: Uint8Array, signature: string): boolean {
-  let sig: Buffer;
-  try {
-    sig = decodeBase64(signature, 'signature');
-  } catch {
-    return false;
-  }
-  return verifyEd25519(publicKey, payload, sig);
+/** Ed25519 verification of the signature bytes over exactly `payload` by the raw 32-byte key. Never throws. */
+export function verifySignature(publicKey: Uint8Array, payload: Uint8Array, signature: Uint8Array): boolean {
+  return verifyEd25519(publicKey, payload, signature);
 }
 
 function isId(v: unknown): v is JsonRpcId {

@@ -2,7 +2,7 @@
 // "SEAL", seed 001 "Errors", CONTRACT.md "SEAL envelope, exactly"). Transports (HTTP seal-routes, gRPC
 // seal-handlers) only decode the envelope and send the answer; every decision is made here.
 //
-// Invoke order: envelope shape (400) → security token (401) → session (401 expired) → Ed25519 signature over the
+// Invoke order: envelope shape, canonical base64 signature (400) → security token (401) → session (401 expired) → Ed25519 signature over the
 // payload bytes (401) → timestamp ±30 s (401) → execution still running (403) and signature not seen before
 // (401), in one statement → JSON-RPC request (400 / 422) → ToolCatalog.call: arguments (422), policy (403),
 // handler (200, isError for a tool-level failure). Anything unexpected is 500/-32603; nothing throws out.
@@ -27,7 +27,9 @@ import { ExecutionLiveness } from './liveness.ts';
 import type { EventBus } from '../bus/bus.ts';
 import {
   ArgumentsError,
+  decodeSignature,
   EnvelopeError,
+  MAX_SKEW_MS,
   idOf,
   parsePublicKey,
   parseToolCall,
@@ -339,23 +341,32 @@ export class SealService {
   private async invokeUnsafe(envelope: SealEnvelope | EnvelopeError): Promise<InvokeResult> {
     if (envelope instanceof EnvelopeError) return fail(400, null, RPC.INVALID_REQUEST, envelope.message);
     const id = idOf(envelope.payload);
+    let signature: Buffer;
+    try {
+      signature = decodeSignature(envelope.signature);
+    } catch (err) {
+      return fail(400, id, RPC.INVALID_REQUEST, (err as Error).message);
+    }
     const claims = await this.claims(envelope.security_token);
     if (!claims) return fail(401, id, RPC.SERVER, 'invalid or expired security token');
     const s = await this.session(claims);
     if (!s) return fail(401, id, RPC.SERVER, 'unknown SEAL session');
     const now = this.now();
     if (s.expiresMs <= now) return fail(401, id, RPC.SERVER, 'SEAL session expired');
-    if (!verifySignature(s.key, envelope.payload, envelope.signature)) return fail(401, id, RPC.SERVER, 'invalid envelope signature');
+    if (!verifySignature(s.key, envelope.payload, signature)) return fail(401, id, RPC.SERVER, 'invalid envelope signature');
     if (!timestampFresh(envelope.timestamp, now)) return fail(401, id, RPC.SERVER, 'envelope timestamp outside the 30 s window');
 
-    const hash = createHash('sha256').update(envelope.signature.trim()).digest('hex');
+    // The replay key is the signature's bytes (through their one canonical spelling, so rows written before this
+    // rule still match). libsodium refuses the other encodings of a valid signature (S ≥ L), so one signed payload
+    // has one key. The timestamp is not signed: the record must live as long as the session, not the 30 s window.
+    const hash = createHash('sha256').update(signature.toString('base64')).digest('hex');
     if (this.liveness && this.deps.replay) {
       // Redis path: liveness from the bus (403 once the execution ended), then SET NX (401 for a replay).
       if (!(await this.liveness.isLive(s.executionId, s.sessionId))) {
         this.sessions.delete(s.sessionId);
         return fail(403, id, RPC.SERVER, 'inactive SEAL session: the execution has ended');
       }
-      if (!(await this.deps.replay.firstUse(s.sessionId, hash))) return fail(401, id, RPC.SERVER, 'envelope signature already used in this session (replay)');
+      if (!(await this.deps.replay.firstUse(s.sessionId, hash, s.expiresMs - now + MAX_SKEW_MS))) return fail(401, id, RPC.SERVER, 'envelope signature already used in this session (replay)');
       return this.route(s, envelope, id);
     }
     // Database path: the replay record is written only while the execution runs and the session is active, in one

@@ -31,8 +31,8 @@ test('keys: PEM and raw base64 are the same key; other forms refused', (t) => {
   t.throws(() => parsePublicKey('abc'), { instanceOf: EnvelopeError });
   t.throws(() => parsePublicKey(Buffer.alloc(31).toString('base64')), { instanceOf: EnvelopeError });
   const e = signPayload(Buffer.from('x'), { securityToken: 't', privateKey: k.privateKey });
-  t.true(verifySignature(k.publicKey, e.payload, e.signature));
-  t.false(verifySignature(k.publicKey, Buffer.from('y'), e.signature));
+  t.true(verifySignature(k.publicKey, e.payload, Buffer.from(e.signature, 'base64')));
+  t.false(verifySignature(k.publicKey, Buffer.from('y'), Buffer.from(e.signature, 'base64')));
 });
 
 test('tampered payload: 401 -32000', async (t) => {
