@@ -5,6 +5,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Errors, OrchError } from '../errors/catalog.ts';
+import { LIST_CONFIG_ARGS, parseConfigNames, safeGitArgs, UnsafeGitConfigError } from './safe-config.ts';
 
 export const DEFAULT_GIT_BINARY = existsSync('/usr/bin/git') ? '/usr/bin/git' : 'git';
 const MAX_BUFFER = 16 * 1024 * 1024;
@@ -56,7 +57,21 @@ export function redact(text: string, secrets: string[] = []): string {
   return t.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/gi, '$1***@');
 }
 
-export function runGit(args: string[], o: GitRunOptions): Promise<GitOutput> {
+/**
+ * Runs `git <args>` in o.cwd with the repository's command-valued config turned off (src/git/safe-config.ts): a
+ * tenant can write the working tree of a binding, `.git/config` and `.git/hooks` included.
+ */
+export async function runGit(args: string[], o: GitRunOptions): Promise<GitOutput> {
+  const listing = await execGit([...LIST_CONFIG_ARGS], o);
+  try {
+    return await execGit(safeGitArgs(args, parseConfigNames(listing.stdout)), o, args[0]);
+  } catch (err) {
+    if (err instanceof UnsafeGitConfigError) throw new GitCommandError(err.message, null, '');
+    throw err;
+  }
+}
+
+function execGit(args: string[], o: GitRunOptions, subcommand = args[0]): Promise<GitOutput> {
   const env: Record<string, string> = {
     PATH: '/usr/local/bin:/usr/bin:/bin',
     // Not the work tree: nothing a cloned repository contains may be read as configuration.
@@ -81,7 +96,7 @@ export function runGit(args: string[], o: GitRunOptions): Promise<GitOutput> {
         const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: number | string | null };
         if (e.code === 'ENOENT') return reject(new OrchError(Errors.UNAVAILABLE, 'the git binary is not installed on this node'));
         const text = redact(String(stderr || e.message).trim(), o.secrets);
-        const why = e.killed ? `git ${args[0]} timed out` : `git ${args[0]} failed`;
+        const why = e.killed ? `git ${subcommand} timed out` : `git ${subcommand} failed`;
         reject(new GitCommandError(`${why}: ${text.slice(-2000)}`, e.code ?? null, text));
       },
     );

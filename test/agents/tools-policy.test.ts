@@ -55,7 +55,11 @@ test('cmd.run: allowlisted commands are dispatched with the node ceilings; other
   const missing = await runTool(ctx, 'cmd.run', { args: [] });
   t.like(missing, { ok: false, error: { error: 'InvalidArguments' } });
   t.regex(missing.ok ? '' : missing.error.message, /"command".*cmd\.run/);
-  t.is(ran.length, 3, 'refused calls never reach the sandbox');
+  t.is(ran.length, 4, 'refused calls never reach the sandbox');
+  // git lists the repository's config first, then runs with the command-valued keys turned off (safe-config.ts).
+  t.deepEqual(ran[2]?.args, ['config', '--list', '--name-only', '-z']);
+  t.deepEqual(ran[3]?.args.slice(0, 3), ['--no-pager', '-c', 'core.fsmonitor=']);
+  t.deepEqual(ran[3]?.args.slice(-1), ['status']);
 });
 
 test('cmd.run is ToolNotAllowed when the manifest does not declare it', async (t) => {

@@ -3,12 +3,36 @@
 // SubcommandNotAllowed). The node's builtin_dispatchers `cmd` entry sets the ceilings: max_output_bytes (default
 // 512 KiB of combined stdout and stderr; more is tail-trimmed and flagged `truncated`) and timeout_ceiling_secs (default 300 s →
 // ExecTimeoutCeilingExceeded). A non-zero exit code is a successful tool result. No shell is involved: a
-// `command` with spaces and no `args` is split into words (quotes group words).
+// `command` with spaces and no `args` is split into words (quotes group words). `git` runs with the repository's
+// command-valued config (fsmonitor, filters, hooks, aliases …) turned off: src/git/safe-config.ts.
 import path from 'node:path';
 import type { NodeConfig } from '../../config/types.ts';
+import { LIST_CONFIG_ARGS, parseConfigNames, safeGitArgs, UnsafeGitConfigError } from '../../git/safe-config.ts';
 import { checkCommand } from '../policy.ts';
-import type { ToolDefinition } from '../types.ts';
+import type { ToolCallContext, ToolDefinition, ToolOutcome } from '../types.ts';
 import { fail, ok, schema } from './util.ts';
+
+type RunCommand = NonNullable<ToolCallContext['runCommand']>;
+type CmdReq = Parameters<RunCommand>[0];
+
+/**
+ * `git …` with the repository's command-valued config turned off (src/git/safe-config.ts): the key names are listed
+ * first, in the same sandbox, then the command runs with `-c` overrides before its subcommand. The allowlist was
+ * checked on the caller's arguments, so the overrides cannot widen it.
+ */
+async function gitArgs(run: RunCommand, req: CmdReq): Promise<{ args: string[] } | { outcome: ToolOutcome }> {
+  const listing = await run({ ...req, args: [...LIST_CONFIG_ARGS] });
+  if (listing.truncated) return { outcome: fail('CommandNotAllowed', 'the repository\'s git config is larger than the output ceiling; git was not run') };
+  if (listing.exit_code !== 0) {
+    return { outcome: ok({ ...listing, stderr: `[orch] git config --list failed, so git ${req.args[0] ?? ''} was not run: ${listing.stderr}` }) };
+  }
+  try {
+    return { args: safeGitArgs(req.args, parseConfigNames(listing.stdout)) };
+  } catch (err) {
+    if (err instanceof UnsafeGitConfigError) return { outcome: fail('CommandNotAllowed', err.message) };
+    throw err;
+  }
+}
 
 export interface CmdCeilings {
   max_output_bytes: number;
@@ -60,7 +84,13 @@ export function cmdTools(ceilings: CmdCeilings): ToolDefinition[] {
         }
         const limits = ctx.cmdCeilings ?? ceilings;
         const cwd = ctx.workdir ?? ctx.mounts?.[0]?.sandboxPath ?? '/workspace';
-        const result = await ctx.runCommand({ command, args: argv, cwd, timeout_secs: limits.timeout_ceiling_secs, max_output_bytes: limits.max_output_bytes });
+        const req: CmdReq = { command, args: argv, cwd, timeout_secs: limits.timeout_ceiling_secs, max_output_bytes: limits.max_output_bytes };
+        if (path.posix.basename(command) === 'git') {
+          const safe = await gitArgs(ctx.runCommand, req);
+          if ('outcome' in safe) return safe.outcome;
+          req.args = safe.args;
+        }
+        const result = await ctx.runCommand(req);
         if (result.timed_out === true || (result.timed_out === undefined && result.duration_ms >= limits.timeout_ceiling_secs * 1000 && result.exit_code !== 0)) {
           return fail('ExecTimeoutCeilingExceeded', `${command} ran longer than the node's timeout_ceiling_secs (${limits.timeout_ceiling_secs} s) and was stopped; stderr: ${result.stderr.slice(-2000)}`);
         }
