@@ -25,6 +25,7 @@ import { startGrpcServer } from '../gateway/grpc/start.ts';
 import { executionHandlers } from '../gateway/grpc/execution-handlers.ts';
 import { registerAgentRoutes } from '../gateway/http/agent-routes.ts';
 import { AgentService } from '../agents/service.ts';
+import { removeNodeRunRoot } from '../agents/execution/run-dir.ts';
 import { startAgentsCapability, type AgentsCapability } from '../agents/capability.ts';
 import { createLlmJudge } from '../agents/execution/judge.ts';
 import { createLlmRegistry } from '../agents/llm/registry.ts';
@@ -103,6 +104,8 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     cleanups.push(() => bus.close());
     const authenticator = await createAuthenticator(config);
 
+    // The gateway sockets' short directory (src/agents/execution/run-dir.ts) goes once the actors have stopped.
+    cleanups.push(() => removeNodeRunRoot(config.dataDir));
     const actors = new ActorRuntime(log, `orch-${config.node.id}`);
     cleanups.push(() => actors.shutdown());
     const kinds: ActorKind<ActorMessage>[] = [];

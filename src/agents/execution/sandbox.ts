@@ -8,6 +8,7 @@ import type { AgentManifest } from '../manifest/types.ts';
 import type { ContainerRuntime, SandboxHandle, SandboxMount } from '../runtime/types.ts';
 import type { GatewayChannel } from './gateway-channel.ts';
 import { listenGatewaySocket, type GatewayRegistry, type SocketGateway } from './gateway-server.ts';
+import { executionRunDir } from './run-dir.ts';
 import type { Mount } from './tools.ts';
 
 export const BOOTSTRAP_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bootstrap');
@@ -55,8 +56,8 @@ export interface SandboxOptions {
 }
 
 export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
-  const runDir = path.join(o.dataDir, 'run', o.executionId);
-  await mkdir(runDir, { recursive: true });
+  // Not under the data dir: a unix socket path must fit in 107 bytes whatever the data dir's length (run-dir.ts).
+  const runDir = await executionRunDir(o.dataDir, o.executionId);
   // Leftovers of an earlier incarnation (a crashed node) go first: one execution, one sandbox.
   await o.runtime.reap(EXECUTION_LABEL, o.executionId).catch((err: unknown) => o.logger.warn({ err }, 'reaping old sandboxes failed'));
   const gateway = await listenGatewaySocket(o.registry, o.channel, path.join(runDir, 'gateway.sock'), o.logger);

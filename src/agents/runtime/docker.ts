@@ -4,7 +4,7 @@
 //
 // Reaching the orchestrator without a network. Containers run with NetworkMode "none" unless spec.network, so a
 // container cannot open TCP to the host (it has only `lo`). The dispatch gateway therefore ALSO listens on a unix
-// socket in a per-execution run directory on the host, `<dataDir>/run/<execution_id>/gateway.sock`; that directory
+// socket in a per-execution run directory on the host, `/tmp/orch-run-<id>/<execution_id>/gateway.sock`; that directory
 // is bind-mounted read-write at /orch/run (spec.runDir, or a mount the caller adds) and the bootstrap speaks plain
 // HTTP over /orch/run/gateway.sock (orchestratorUrl() returns `unix:///orch/run/gateway.sock`). A unix socket is a
 // filesystem object, so it crosses the mount namespace without any network namespace. The directory (not the
@@ -12,7 +12,7 @@
 // Permissions: containers run as root in rootful podman and the socket is created by the orchestrator (root in CI),
 // so no chmod is needed; a non-root container user needs the socket to be writable (chmod 0666 on the socket or a
 // matching uid). There is no SELinux here; on an SELinux host add the `:z` relabel option to the run-dir bind.
-// Unix socket paths are limited to 107 bytes on Linux: keep `<dataDir>/run/<execution_id>/gateway.sock` short.
+// Unix socket paths are limited to 107 bytes on Linux: the run directory is short whatever the data dir (run-dir.ts).
 import Docker from 'dockerode';
 import { PassThrough } from 'node:stream';
 import type { Logger } from '../../logging/logger.js';

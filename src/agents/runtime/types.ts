@@ -7,7 +7,7 @@ import type { Logger } from '../../logging/logger.js';
 export const SANDBOX_RUN_DIR = '/orch/run';
 /** The dispatch gateway's unix socket inside a sandbox; the bootstrap speaks HTTP over it (no network needed). */
 export const SANDBOX_GATEWAY_SOCKET = `${SANDBOX_RUN_DIR}/gateway.sock`;
-/** File name of the gateway socket inside the host run directory (`<dataDir>/run/<execution_id>/gateway.sock`). */
+/** File name of the gateway socket inside the host run directory (`/tmp/orch-run-<id>/<execution_id>/gateway.sock`, src/agents/execution/run-dir.ts). */
 export const GATEWAY_SOCKET_NAME = 'gateway.sock';
 
 export interface SandboxMount {
@@ -32,7 +32,7 @@ export interface SandboxSpec {
   /** The ORCH_* variables and the manifest's env; never secrets. */
   env: Record<string, string>;
   mounts: SandboxMount[];
-  /** Host directory of this execution's run dir (e.g. `<dataDir>/run/<execution_id>/`), in which the gateway
+  /** Host directory of this execution's run dir (e.g. `/tmp/orch-run-<id>/<execution_id>/`), in which the gateway
    * listens on `gateway.sock`; the runtime mounts it read-write at SANDBOX_RUN_DIR. Optional: a caller may put it
    * in `mounts` itself instead. */
   runDir?: string;
