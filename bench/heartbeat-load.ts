@@ -8,6 +8,7 @@
 import { NodeClusterClient } from '../src/cluster/client.ts';
 import { generateNodeKey } from '../src/cluster/node-key.ts';
 import { NodePeerStatus, NodeRole } from '../src/gen/orch/cluster/v1/cluster.js';
+import { TEST_JOIN_TOKEN } from '../test/support/node-process.ts';
 
 interface Job {
   address: string;
@@ -41,7 +42,7 @@ async function main(job: Job): Promise<void> {
     // A join refused as UNAVAILABLE, INTERNAL, DEADLINE_EXCEEDED or an expired challenge (the controller's registration transaction kept conflicting, or
     // failed, under load) is tried again, as the worker's own membership loop does; each retry is reported.
     const join = async (): Promise<{ creds: { token: string; key: typeof key }; peerId: string }> => {
-      const a = await client.attest({ node_id: `sim-${i}`, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
+      const a = await client.attest({ node_id: `sim-${i}`, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER }, TEST_JOIN_TOKEN);
       const c = await client.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
       const creds = { token: c.node_security_token, key };
       const r = await client.register({ capabilities: { gpu_count: 0, vram_gb: 0, cpu_cores: 2, available_memory_gb: 4, supported_runtimes: ['process'], tags: [] }, grpc_address: '127.0.0.1:1' }, creds);

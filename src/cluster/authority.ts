@@ -1,12 +1,14 @@
 // ClusterAuthority: the controller's side of node identity (seed 000 "Node attestation sequence", "Authentication"
-// of cluster RPCs; docs/CLUSTER.md). AttestNode records a single-use challenge bound to the node id and key the
-// node presented; ChallengeNode checks the Ed25519 signature over the nonce (libsodium, src/util/ed25519.ts) and
+// of cluster RPCs; docs/CLUSTER.md). AttestNode admits only a node with a join credential (the cluster's join token in
+// metadata `orch-join-token`, or a key on the allowlist; a controller with neither admits nobody), never under a
+// controller's id or a live member's id held with another key, and records a single-use challenge bound to the node id
+// and key the node presented; ChallengeNode checks the Ed25519 signature over the nonce (libsodium, src/util/ed25519.ts) and
 // issues the node security token: an RS256 JWT (1 h) whose `cnf.jwk` is the node's Ed25519 key (RFC 7800), signed by the cluster
 // key kept in `cluster_keys` and shared by every controller of the database. verifyEnvelope then checks every
 // token-protected call: bearer token = envelope token, token signature and expiry, Ed25519 signature over the
 // payload by the key in the token, freshness stamp, and the nonce not seen before. The private key is never
 // logged; tokens are never logged either.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import type { Metadata } from '@grpc/grpc-js';
 import { Errors, OrchError } from '../errors/catalog.ts';
@@ -14,7 +16,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import type { SealNodeEnvelope } from '../gen/orch/cluster/v1/cluster.js';
 import { bearerOf, readStamp, STAMP_MAX_SKEW_MS, type NodeCredentials } from './envelope.ts';
-import { verifyEd25519 } from '../util/ed25519.ts';
+import { isValidEd25519PublicKey, verifyEd25519 } from '../util/ed25519.ts';
 import { rawPublicKeyFromPem, type NodeKey } from './node-key.ts';
 
 export const NODE_TOKEN_ISSUER = 'orch-cluster';
@@ -59,8 +61,20 @@ export class DbNonceGuard implements NonceGuard {
   }
 }
 
+/** Who may join (docs/CLUSTER.md "Joining"): neither set → no remote node may join. */
+export interface JoinPolicy {
+  /** The cluster's join token (a secret, compared in constant time; never logged). */
+  token?: string;
+  /** Ed25519 public keys (base64 of the raw 32 bytes) admitted without the token. */
+  allowedKeys?: readonly string[];
+}
+
 export interface ClusterAuthorityOptions {
   db: Db;
+  /** Join credentials this controller accepts at AttestNode; absent or empty: remote joins are refused. */
+  join?: JoinPolicy;
+  /** This controller's own node id: no node may attest under it (its row may not exist yet). */
+  selfId?: string;
   /** Replay record; default the database. With Redis a shared SET NX (src/seal/replay.ts) is cheaper. */
   nonces?: NonceGuard;
   tokenLifetimeSeconds?: number;
@@ -70,6 +84,13 @@ export interface ClusterAuthorityOptions {
 
 function unauthenticated(message: string): OrchError {
   return new OrchError(Errors.UNAUTHENTICATED, message);
+}
+
+/** Equal secrets, in time that depends on neither's content nor length (SHA-256 digests are compared). */
+function sameSecret(given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given, 'utf8').digest();
+  const b = createHash('sha256').update(expected, 'utf8').digest();
+  return timingSafeEqual(a, b);
 }
 
 
@@ -119,12 +140,21 @@ export class ClusterAuthority {
     return this.signing;
   }
 
-  /** AttestNode: a challenge for (node id, key, role). */
-  async attest(req: { node_id: string; public_key_pem: string; role: number }): Promise<{ challenge_nonce: string; challenge_id: string }> {
+  /**
+   * AttestNode: a challenge for (node id, key, role), once the node showed a join credential (`joinToken`: the value
+   * of its `orch-join-token` metadata). Order: request shape (INVALID_ARGUMENT) → credential (PERMISSION_DENIED when
+   * this controller admits nobody or the key is not listed, UNAUTHENTICATED for a missing or wrong token) → the id is
+   * not a controller's nor a live member's with another key (PERMISSION_DENIED).
+   */
+  async attest(req: { node_id: string; public_key_pem: string; role: number }, joinToken?: string): Promise<{ challenge_nonce: string; challenge_id: string }> {
     if (!NODE_ID_RE.test(req.node_id)) throw new OrchError(Errors.BAD_REQUEST, 'node_id must be 1-63 letters, digits, ".", "_" or "-"');
     const role = roleName(req.role);
     if (role !== 'worker' && role !== 'hybrid') throw new OrchError(Errors.BAD_REQUEST, 'role must be WORKER or HYBRID');
-    const raw = Buffer.from(rawPublicKeyFromPem(req.public_key_pem)).toString('base64');
+    const rawKey = rawPublicKeyFromPem(req.public_key_pem);
+    if (!isValidEd25519PublicKey(rawKey)) throw new OrchError(Errors.BAD_REQUEST, 'public_key_pem is not a valid Ed25519 public key (small order or not a curve point)');
+    const raw = Buffer.from(rawKey).toString('base64');
+    this.admit(raw, joinToken);
+    if (req.node_id === this.o.selfId) throw new OrchError(Errors.FORBIDDEN, `node id ${req.node_id} is this controller's own`);
     await this.checkPinned(this.o.db, req.node_id, raw);
     const challengeId = randomUUID();
     const nonce = randomBytes(32).toString('hex');
@@ -136,10 +166,33 @@ export class ClusterAuthority {
     return { challenge_nonce: nonce, challenge_id: challengeId };
   }
 
-  /** A live member keeps the key it registered with; only a DEREGISTERED (or unknown) node id takes a new one. */
+  /** The join credential: a listed key, or the join token. Throws when neither is shown (or none is configured). */
+  private admit(publicKey: string, joinToken: string | undefined): void {
+    const { token, allowedKeys } = this.o.join ?? {};
+    if (!token && !allowedKeys?.length) {
+      throw new OrchError(
+        Errors.FORBIDDEN,
+        'this controller admits no remote nodes: configure spec.cluster.join_token (env:NAME) or spec.cluster.allowed_node_keys (docs/CLUSTER.md "Joining")',
+      );
+    }
+    if (allowedKeys?.includes(publicKey)) return;
+    if (!token) throw new OrchError(Errors.FORBIDDEN, 'the node key is not in spec.cluster.allowed_node_keys of this controller');
+    if (joinToken === undefined || joinToken === '') throw unauthenticated('join token required: send the cluster join token in metadata orch-join-token');
+    if (!sameSecret(joinToken, token)) throw unauthenticated('wrong join token');
+  }
+
+  /**
+   * A node id is taken by a live member with its key, and for good by a controller: a row a controller or hybrid wrote
+   * for itself (upsertSelf: no member key) is never handed to an attesting node, whatever its status. Only a
+   * DEREGISTERED member's id (or an unknown one) takes a new key.
+   */
   private async checkPinned(db: Queryable, nodeId: string, publicKey: string): Promise<void> {
     const row = (await db.query<{ public_key: string | null; status: string }>(`SELECT public_key, status FROM cluster_nodes WHERE node_id = $1`, [nodeId])).rows[0];
-    if (row && row.status !== 'DEREGISTERED' && row.public_key !== null && row.public_key !== publicKey) {
+    if (!row) return;
+    if (row.public_key === null) {
+      throw new OrchError(Errors.FORBIDDEN, `node id ${nodeId} belongs to a controller`);
+    }
+    if (row.status !== 'DEREGISTERED' && row.public_key !== null && row.public_key !== publicKey) {
       throw new OrchError(Errors.FORBIDDEN, `node ${nodeId} is a member with another key; deregister it first`);
     }
   }

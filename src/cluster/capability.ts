@@ -41,7 +41,11 @@ async function nonceGuard(config: NodeConfig, logger: Logger): Promise<{ guard?:
 export async function startControllerCluster(o: { config: NodeConfig; db: Db; bus: EventBus; actors: ActorRuntime; logger: Logger }): Promise<ControllerCluster> {
   const { config, db, bus, actors, logger } = o;
   const nonces = await nonceGuard(config, logger);
-  const authority = new ClusterAuthority({ db, logger, ...(nonces.guard ? { nonces: nonces.guard } : {}) });
+  const join = { ...(config.cluster.join_token ? { token: config.cluster.join_token } : {}), ...(config.cluster.allowed_node_keys ? { allowedKeys: config.cluster.allowed_node_keys } : {}) };
+  if (!join.token && !join.allowedKeys?.length) {
+    logger.warn('no spec.cluster.join_token or allowed_node_keys: this controller admits no remote nodes (docs/CLUSTER.md "Joining")');
+  }
+  const authority = new ClusterAuthority({ db, logger, join, selfId: config.node.id, ...(nonces.guard ? { nonces: nonces.guard } : {}) });
   const membership = new Membership({ db, bus, logger, onRegistered: (nodeId) => actors.spawn(NODE_PEER_KIND, nodeId) });
   const key = await loadOrCreateNodeKey(config.dataDir);
   const heartbeatMs = Math.round(config.cluster.heartbeat_interval_seconds * 1000);
@@ -109,6 +113,8 @@ export async function startWorkerCluster(o: {
   const controllers = config.cluster.controllers;
   if (!controllers?.length) throw new OrchError(Errors.CONFIG_INVALID, 'spec.cluster.controller is required for role worker');
   const key = await loadOrCreateNodeKey(config.dataDir);
+  // Public, and what an operator lists in a controller's spec.cluster.allowed_node_keys to admit this node by key.
+  logger.info({ node_key: Buffer.from(key.publicKey).toString('base64'), join_token: config.cluster.join_token ? 'set' : 'absent' }, 'node key');
   // The worker shares the database, and so the cluster key that verifies a controller's token (PushConfig).
   const authority = new ClusterAuthority({ db, logger });
   const cpu = cpuSampler();
@@ -160,6 +166,7 @@ export async function startWorkerCluster(o: {
       nodeId: config.node.id,
       role: 'worker',
       key,
+      ...(config.cluster.join_token ? { joinToken: config.cluster.join_token } : {}),
       grpcAddress,
       heartbeatMs: Math.round(config.cluster.heartbeat_interval_seconds * 1000),
       capabilities: () => ({

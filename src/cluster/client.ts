@@ -23,7 +23,7 @@ import {
   type SealNodeEnvelope,
   type SyncConfigResponse,
 } from '../gen/orch/cluster/v1/cluster.js';
-import { authMetadata, sealPayload } from './envelope.ts';
+import { authMetadata, joinMetadata, sealPayload } from './envelope.ts';
 import type { NodeKey } from './node-key.ts';
 
 export interface CallCredentials {
@@ -71,8 +71,9 @@ export class NodeClusterClient {
     return this.send<Res>(method, envelope, metadata);
   }
 
-  attest(req: AttestNodeRequest): Promise<AttestNodeResponse> {
-    return this.call(this.raw.attestNode as unknown as Unary<AttestNodeRequest, AttestNodeResponse>, req, new Metadata());
+  /** AttestNode, with the cluster's join token in metadata when given (docs/CLUSTER.md "Joining"). */
+  attest(req: AttestNodeRequest, joinToken?: string): Promise<AttestNodeResponse> {
+    return this.call(this.raw.attestNode as unknown as Unary<AttestNodeRequest, AttestNodeResponse>, req, joinMetadata(joinToken));
   }
 
   challenge(req: ChallengeNodeRequest): Promise<ChallengeNodeResponse> {

@@ -37,6 +37,22 @@ export function readStamp(payload: Uint8Array): { sentAtMs: number; nonce: strin
   return { sentAtMs: ms, nonce: Buffer.from(stamp.orch_nonce).toString('hex') };
 }
 
+/** Metadata key of the cluster join token on AttestNode (docs/CLUSTER.md "Joining"). */
+export const JOIN_TOKEN_METADATA = 'orch-join-token';
+
+/** AttestNode metadata: the join token when the node has one. */
+export function joinMetadata(joinToken: string | undefined): Metadata {
+  const md = new Metadata();
+  if (joinToken) md.set(JOIN_TOKEN_METADATA, joinToken);
+  return md;
+}
+
+/** The join token of AttestNode metadata, or undefined. */
+export function joinTokenOf(md: Metadata): string | undefined {
+  const v = md.get(JOIN_TOKEN_METADATA)[0];
+  return typeof v === 'string' ? v : undefined;
+}
+
 export function authMetadata(token: string): Metadata {
   const md = new Metadata();
   md.set('authorization', `Bearer ${token}`);

@@ -31,6 +31,8 @@ export interface WorkerMembershipOptions {
   nodeId: string;
   role: 'worker' | 'hybrid';
   key: NodeKey;
+  /** The cluster's join token, sent with every AttestNode (absent: the controller must list this node's key). */
+  joinToken?: string;
   capabilities: () => NodeCapabilityAdvertisement;
   /** Where this node serves NodeClusterService (PushConfig, ForwardExecution). */
   grpcAddress: string;
@@ -113,7 +115,7 @@ export class WorkerMembership extends EventEmitter {
   }
 
   private async attest(client: NodeClusterClient): Promise<void> {
-    const a = await client.attest({ node_id: this.o.nodeId, public_key_pem: this.o.key.publicKeyPem, role: this.o.role === 'hybrid' ? NodeRole.HYBRID : NodeRole.WORKER });
+    const a = await client.attest({ node_id: this.o.nodeId, public_key_pem: this.o.key.publicKeyPem, role: this.o.role === 'hybrid' ? NodeRole.HYBRID : NodeRole.WORKER }, this.o.joinToken);
     const c = await client.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(this.o.key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
     this.token = c.node_security_token;
     this.tokenIssuedAt = Date.now();

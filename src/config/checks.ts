@@ -2,6 +2,7 @@
 // templates that must parse.
 import { checkTemplate } from '../workflow/template/render.ts';
 import { parseControllers } from './controllers.ts';
+import { parseNodeKey } from './node-keys.ts';
 import { ConfigError } from './errors.ts';
 import type { EnvRefs } from './env-refs.ts';
 import { pointerOf } from './paths.ts';
@@ -21,6 +22,11 @@ export function checkConfigFile(file: NodeConfigFile, refs: EnvRefs): void {
     }
   }
   if (s.cluster?.controller !== undefined) parseControllers(s.cluster.controller, 'spec.cluster.controller');
+  // A secret written into the file ends up in backups, diffs and `orch config` output: it must come from the environment.
+  if (s.cluster?.join_token !== undefined && !refs.has(pointerOf(['spec', 'cluster', 'join_token']))) {
+    throw new ConfigError('spec.cluster.join_token', 'must be an env:NAME reference (the token is a secret: keep it out of the file), or set ORCH_CLUSTER_JOIN_TOKEN');
+  }
+  s.cluster?.allowed_node_keys?.forEach((k, i) => parseNodeKey(k, `spec.cluster.allowed_node_keys[${i}]`));
   unique('spec.llm_providers', s.llm_providers, (p) => p.name, 'name');
   unique('spec.builtin_dispatchers', s.builtin_dispatchers, (d) => d.name, 'name');
   unique('spec.mcp_servers', s.mcp_servers, (m) => m.name, 'name');

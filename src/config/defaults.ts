@@ -2,6 +2,7 @@
 // `npm start` defaults: with no file at all this returns the zero-install hybrid node.
 import path from 'node:path';
 import { parseControllers } from './controllers.ts';
+import { parseNodeKey } from './node-keys.ts';
 import type { NodeConfigFile } from './schema.ts';
 import type { NodeConfig } from './types.ts';
 
@@ -59,6 +60,8 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       heartbeat_interval_seconds: s.cluster?.heartbeat_interval_seconds ?? DEFAULTS.heartbeatIntervalSeconds,
       missed_heartbeats: s.cluster?.missed_heartbeats ?? DEFAULTS.missedHeartbeats,
       ...(s.cluster?.workflow_lease_seconds ? { workflow_lease_seconds: s.cluster.workflow_lease_seconds } : {}),
+      ...(s.cluster?.join_token ? { join_token: s.cluster.join_token } : {}),
+      ...(s.cluster?.allowed_node_keys ? { allowed_node_keys: s.cluster.allowed_node_keys.map((k, i) => parseNodeKey(k, `spec.cluster.allowed_node_keys[${i}]`)) } : {}),
     },
     database: s.database?.url ? { url: s.database.url } : {},
     redis: s.redis?.url ? { url: s.redis.url } : {},

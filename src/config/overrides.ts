@@ -17,6 +17,7 @@ export interface ConfigOverrides {
   clusterGrpcPort?: number;
   /** host:port, or several separated by commas (spec.cluster.controller). */
   clusterController?: string;
+  clusterJoinToken?: string;
   dataDir?: string;
   logLevel?: LogLevel;
   databaseUrl?: string;
@@ -70,6 +71,13 @@ export const SETTINGS: readonly Setting[] = [
     override: 'clusterController',
     parse: parseControllerString,
     apply: (c, v) => (c.cluster.controllers = v as string[]),
+  },
+  // The join token (a secret): the environment is where it belongs; there is no CLI flag (argv is visible to `ps`).
+  {
+    env: 'ORCH_CLUSTER_JOIN_TOKEN',
+    override: 'clusterJoinToken',
+    parse: matching(/^[\x21-\x7e]{16,}$/, 'at least 16 printable ASCII characters, no spaces'),
+    apply: (c, v) => (c.cluster.join_token = v as string),
   },
   { env: 'ORCH_LOG_LEVEL', override: 'logLevel', parse: oneOf(LOG_LEVELS), apply: (c, v) => (c.log.level = v as LogLevel) },
   { env: 'DOCKER_HOST', override: 'dockerHost', parse: nonEmpty, apply: (c, v) => (c.runtime.docker_host = v as string) },

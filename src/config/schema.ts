@@ -57,6 +57,10 @@ const spec = obj({
     heartbeat_interval_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 3600 },
     missed_heartbeats: { type: 'integer', minimum: 1, maximum: 1000 },
     workflow_lease_seconds: { type: 'number', minimum: 1, maximum: 3600 },
+    // The join credential (docs/CLUSTER.md "Joining"): a controller admits a node that presents this token or whose
+    // key is listed; a worker presents the token. The token must come from the environment (checks.ts).
+    join_token: { type: 'string', minLength: 16, pattern: '^[\\x21-\\x7e]+$', 'x-expect': 'at least 16 printable ASCII characters, no spaces' },
+    allowed_node_keys: { type: 'array', items: nonEmpty },
   }),
   database: obj({
     url: { type: 'string', pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' },
@@ -164,7 +168,7 @@ export interface NodeConfigFileSpec {
   http?: { bind?: string; port?: number };
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
-  cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number };
+  cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number; join_token?: string; allowed_node_keys?: string[] };
   database?: { url?: string };
   redis?: { url?: string };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };

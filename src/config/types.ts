@@ -70,6 +70,13 @@ export interface NodeConfig {
     missed_heartbeats?: number;
     /** How long a controller's claim on a workflow run lasts without renewal (default 30); failover takes about 4/3 of it. */
     workflow_lease_seconds?: number;
+    /**
+     * The cluster's join token (a secret; from `env:NAME` or ORCH_CLUSTER_JOIN_TOKEN, never written in the file): a
+     * controller admits a node that presents it at AttestNode; a worker presents it. Never logged.
+     */
+    join_token?: string;
+    /** Ed25519 public keys (base64 of the raw 32 bytes) a controller admits without the join token. */
+    allowed_node_keys?: string[];
   };
   /** Absent url: embedded PGlite under dataDir. */
   database: { url?: string };

@@ -21,3 +21,18 @@ export function verifyEd25519(publicKey: Uint8Array, data: Uint8Array, signature
     return false;
   }
 }
+
+/**
+ * Whether `publicKey` is an Ed25519 public key worth registering: 32 bytes, the canonical encoding of a point on the
+ * curve, in the prime-order subgroup and not of small order (libsodium's crypto_core_ed25519_is_valid_point). A
+ * small-order key (the all-zero encoding is one) lets signatures verify for many messages without a private key under
+ * a lax verifier; every real key (a multiple of the base point) passes.
+ */
+export function isValidEd25519PublicKey(publicKey: Uint8Array): boolean {
+  if (publicKey.length !== KEY_BYTES) return false;
+  try {
+    return sodium.crypto_core_ed25519_is_valid_point(asBuffer(publicKey));
+  } catch {
+    return false;
+  }
+}

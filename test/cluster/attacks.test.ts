@@ -7,7 +7,7 @@ import { Metadata, status } from '@grpc/grpc-js';
 import { sealPayload } from '../../src/cluster/envelope.ts';
 import { generateNodeKey } from '../../src/cluster/node-key.ts';
 import { HeartbeatRequest, NodePeerStatus, NodeRole } from '../../src/gen/orch/cluster/v1/cluster.js';
-import { attestNode, client, refused, sleep, startController, statusOf, testDb } from './harness.ts';
+import { attestNode, client, refused, sleep, startController, statusOf, TEST_JOIN_TOKEN, testDb } from './harness.ts';
 
 /** These members heartbeat rarely or never: a long deadline keeps the watch from marking them UNHEALTHY meanwhile. */
 const QUIET = { missedHeartbeats: 1000 };
@@ -112,7 +112,7 @@ test('replayed challenge: refused; an expired challenge too', async (t) => {
   const ctl = await startController(t, db, QUIET);
   const key = generateNodeKey();
   const c = client(t, ctl.address);
-  const a = await c.attest({ node_id: 'replayer', public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
+  const a = await c.attest({ node_id: 'replayer', public_key_pem: key.publicKeyPem, role: NodeRole.WORKER }, TEST_JOIN_TOKEN);
   const answer = { challenge_id: a.challenge_id, signature: Buffer.from(key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) };
   const first = await c.challenge(answer);
   t.truthy(first.node_security_token);
@@ -121,13 +121,13 @@ test('replayed challenge: refused; an expired challenge too', async (t) => {
   t.regex(again.details, /already used/);
   // Expired: answered after its 300 ms (a controller of the same database with short challenges).
   const quick = await startController(t, db, { ...QUIET, challengeTtlMs: 300 });
-  const b = await client(t, quick.address).attest({ node_id: 'late', public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
+  const b = await client(t, quick.address).attest({ node_id: 'late', public_key_pem: key.publicKeyPem, role: NodeRole.WORKER }, TEST_JOIN_TOKEN);
   await sleep(800);
   const late = await refused(c.challenge({ challenge_id: b.challenge_id, signature: Buffer.from(key.sign(Buffer.from(b.challenge_nonce, 'utf8'))) }));
   t.is(late.code, status.UNAUTHENTICATED);
   t.regex(late.details, /expired/);
   // A signature by another key than the attested one burns the challenge.
-  const d = await c.attest({ node_id: 'wrongkey', public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
+  const d = await c.attest({ node_id: 'wrongkey', public_key_pem: key.publicKeyPem, role: NodeRole.WORKER }, TEST_JOIN_TOKEN);
   const wrong = await refused(c.challenge({ challenge_id: d.challenge_id, signature: Buffer.from(generateNodeKey().sign(Buffer.from(d.challenge_nonce, 'utf8'))) }));
   t.is(wrong.code, status.UNAUTHENTICATED);
   t.regex(wrong.details, /signature/);
@@ -160,7 +160,7 @@ test('a live node id is pinned to its key; a superseded token stops working', as
   const node = await attestNode(t, ctl.address);
   const c = client(t, ctl.address);
   const other = generateNodeKey();
-  const err = await refused(c.attest({ node_id: node.nodeId, public_key_pem: other.publicKeyPem, role: NodeRole.WORKER }));
+  const err = await refused(c.attest({ node_id: node.nodeId, public_key_pem: other.publicKeyPem, role: NodeRole.WORKER }, TEST_JOIN_TOKEN));
   t.is(err.code, status.PERMISSION_DENIED);
   // The same key attests again (token refresh): the old token's session ends at once, the new one works.
   const again = await attestNode(t, ctl.address, { nodeId: node.nodeId, key: node.key, register: false });

@@ -41,11 +41,17 @@ const CONTROLLERS = ['controller-1', 'controller-2'];
 const WORKERS = ['worker-1', 'worker-2', 'worker-3'];
 const ORCH = [...CONTROLLERS, ...WORKERS];
 
+const SAMPLE: Record<string, string> = {
+  ORCH_JWKS_URL: 'https://idp.example/realms/orch/protocol/openid-connect/certs',
+  ORCH_AUTH_ISSUER: 'https://idp.example/realms/orch',
+  ORCH_CLUSTER_JOIN_TOKEN: 'c0ffee'.repeat(8),
+};
+
 /** The environment a service's process sees: its `environment` with `${VAR:?msg}` given sample values. */
 function envOf(name: string): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(S[name]!.environment ?? {})) {
-    env[k] = String(v).replace(/^\$\{(\w+):\?[^}]*\}$/, (_m, n: string) => (n === 'ORCH_JWKS_URL' ? 'https://idp.example/realms/orch/protocol/openid-connect/certs' : 'https://idp.example/realms/orch'));
+    env[k] = String(v).replace(/^\$\{(\w+):\?[^}]*\}$/, (_m, n: string) => SAMPLE[n] ?? `no sample for ${n}`);
   }
   return env;
 }
@@ -122,6 +128,7 @@ test('environment: each node reaches a CockroachDB node, the orch database and R
     t.is(env.REDIS_URL, 'redis://redis:6379');
     t.is(env.ORCH_HTTP_BIND, '0.0.0.0');
     t.regex(String(S[n]!.environment?.ORCH_JWKS_URL), /^\$\{ORCH_JWKS_URL:\?/, 'compose refuses to start without an identity provider');
+    t.regex(String(S[n]!.environment?.ORCH_CLUSTER_JOIN_TOKEN), /^\$\{ORCH_CLUSTER_JOIN_TOKEN:\?/, 'compose refuses to start without a join token');
   }
   // The controllers connect to different CockroachDB nodes, so one database node down leaves a controller reachable.
   t.not(envOf('controller-1').DATABASE_URL, envOf('controller-2').DATABASE_URL);
@@ -150,6 +157,7 @@ test('every node config loads through orch\'s config loader: roles, ids, the clu
     t.is(c.database.url, envOf(n).DATABASE_URL);
     t.is(c.redis.url, 'redis://redis:6379');
     t.is(c.auth?.jwks_url, 'https://idp.example/realms/orch/protocol/openid-connect/certs');
+    t.is(c.cluster.join_token, SAMPLE.ORCH_CLUSTER_JOIN_TOKEN, 'the controller admits workers with the join token');
   }
   const tags: Record<string, string[]> = {};
   for (const n of WORKERS) {
@@ -163,6 +171,7 @@ test('every node config loads through orch\'s config loader: roles, ids, the clu
     t.is(c.node.grpc_address, `${n}:50056`, `${n} is dialled by its service name on the cluster port`);
     t.is(c.runtime.orchestrator_url, `http://${n}:8080`, 'agent sandboxes call back the worker that runs them');
     t.is(c.cluster.heartbeat_interval_seconds, 1);
+    t.is(c.cluster.join_token, SAMPLE.ORCH_CLUSTER_JOIN_TOKEN, `${n} presents the join token`);
     t.is(c.database.url, envOf(n).DATABASE_URL);
     t.is(c.redis.url, 'redis://redis:6379');
   }

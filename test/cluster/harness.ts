@@ -9,7 +9,7 @@ import { ActorRuntime } from '../../src/actors/runtime.ts';
 import { nodePeerKind, type NodePeerMessage } from '../../src/actors/node-peer/actor.ts';
 import { PeerWatch } from '../../src/actors/node-peer/watch.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
-import { ClusterAuthority, type NonceGuard } from '../../src/cluster/authority.ts';
+import { ClusterAuthority, type JoinPolicy, type NonceGuard } from '../../src/cluster/authority.ts';
 import { NodeClusterClient } from '../../src/cluster/client.ts';
 import { clusterHandlers } from '../../src/cluster/grpc/cluster-handlers.ts';
 import { createClusterServer } from '../../src/cluster/grpc/cluster-server.ts';
@@ -21,6 +21,9 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { openDb } from '../../src/storage/open.ts';
 import { createTestDatabase, type TestDatabase } from '../support/pg.ts';
+import { TEST_JOIN_TOKEN } from '../support/node-process.ts';
+
+export { TEST_JOIN_TOKEN };
 
 export interface Controller {
   address: string;
@@ -38,6 +41,8 @@ export interface ControllerOptions {
   challengeTtlMs?: number;
   nonces?: NonceGuard;
   selfId?: string;
+  /** Join credentials; default the test join token (TEST_JOIN_TOKEN). `{}` admits nobody. */
+  join?: JoinPolicy;
 }
 
 export async function testDb(t: ExecutionContext): Promise<Db> {
@@ -77,6 +82,8 @@ export async function startController(t: ExecutionContext, db: Db, o: Controller
   const authority = new ClusterAuthority({
     db,
     logger,
+    selfId,
+    join: o.join ?? { token: TEST_JOIN_TOKEN },
     ...(o.tokenLifetimeSeconds ? { tokenLifetimeSeconds: o.tokenLifetimeSeconds } : {}),
     ...(o.challengeTtlMs ? { challengeTtlMs: o.challengeTtlMs } : {}),
     ...(o.nonces ? { nonces: o.nonces } : {}),
@@ -116,11 +123,15 @@ export function caps(tags: string[] = []): NodeCapabilityAdvertisement {
 }
 
 /** AttestNode + ChallengeNode with a fresh key; `register` also sends RegisterNode. */
-export async function attestNode(t: ExecutionContext, address: string, o: { nodeId?: string; key?: NodeKey; register?: boolean; tags?: string[] } = {}): Promise<TestNode> {
+export async function attestNode(
+  t: ExecutionContext,
+  address: string,
+  o: { nodeId?: string; key?: NodeKey; register?: boolean; tags?: string[]; joinToken?: string } = {},
+): Promise<TestNode> {
   const nodeId = o.nodeId ?? `w-${randomBytes(4).toString('hex')}`;
   const key = o.key ?? generateNodeKey();
   const c = client(t, address);
-  const a = await c.attest({ node_id: nodeId, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER });
+  const a = await c.attest({ node_id: nodeId, public_key_pem: key.publicKeyPem, role: NodeRole.WORKER }, 'joinToken' in o ? o.joinToken : TEST_JOIN_TOKEN);
   const ch = await c.challenge({ challenge_id: a.challenge_id, signature: Buffer.from(key.sign(Buffer.from(a.challenge_nonce, 'utf8'))) });
   const node: TestNode = { nodeId, key, client: c, token: ch.node_security_token, expiresAt: ch.expires_at, creds: () => ({ token: node.token, key }) };
   if (o.register !== false) {

@@ -17,7 +17,7 @@ import { startGrpcServer } from '../../src/gateway/grpc/start.ts';
 import { NodePeerStatus, type DrainCommand } from '../../src/gen/orch/cluster/v1/cluster.js';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { eventually } from '../support/node-process.ts';
-import { attestNode, caps, refused, sleep, startController, statusOf, testDb } from './harness.ts';
+import { attestNode, caps, refused, sleep, startController, statusOf, TEST_JOIN_TOKEN, testDb } from './harness.ts';
 
 function worker(address: string, o: { nodeId?: string; heartbeatMs?: number; load?: () => WorkerLoad; applyConfig?: (y: string, h: string) => Promise<string | undefined>; refreshBeforeMs?: number; tags?: string[] } = {}): WorkerMembership {
   return new WorkerMembership({
@@ -25,6 +25,7 @@ function worker(address: string, o: { nodeId?: string; heartbeatMs?: number; loa
     nodeId: o.nodeId ?? `w-${Math.random().toString(36).slice(2, 8)}`,
     role: 'worker',
     key: generateNodeKey(),
+    joinToken: TEST_JOIN_TOKEN,
     capabilities: () => caps(o.tags ?? ['gpu']),
     grpcAddress: '127.0.0.1:1',
     heartbeatMs: o.heartbeatMs ?? 300,

@@ -11,7 +11,7 @@ import { WorkerMembership } from '../../src/cluster/worker-membership.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { eventually } from '../support/node-process.ts';
 import { relayTo, splitHostPort } from '../support/tcp-relay.ts';
-import { caps, startController, testDb } from './harness.ts';
+import { caps, startController, TEST_JOIN_TOKEN, testDb } from './harness.ts';
 
 interface Gate {
   address: string;
@@ -64,6 +64,7 @@ test('two controllers: cut the current one and the worker moves on with its regi
     nodeId: `w-${Math.random().toString(36).slice(2, 8)}`,
     role: 'worker',
     key: generateNodeKey(),
+    joinToken: TEST_JOIN_TOKEN,
     capabilities: () => caps(['gpu']),
     grpcAddress: '127.0.0.1:1',
     heartbeatMs,

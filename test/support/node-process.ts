@@ -55,6 +55,13 @@ export function runOrch(args: string[], env: Record<string, string | undefined>,
 }
 
 /**
+ * The cluster join token every node started by the tests gets (ORCH_CLUSTER_JOIN_TOKEN): controllers admit workers
+ * that present it, workers present it (docs/CLUSTER.md "Joining"). Pass `ORCH_CLUSTER_JOIN_TOKEN: undefined` for a
+ * node without one.
+ */
+export const TEST_JOIN_TOKEN = 'orch-test-join-token-0123456789';
+
+/**
  * Starts `orch up --json` and waits for its banner line. `wrap` is a command prefix that execs the node (e.g.
  * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid). The default wait is
  * 180 s: a node on a fresh PGlite applies every migration, and on a heavily loaded machine 90 s was not enough.
@@ -68,6 +75,7 @@ export function startOrchNode(env: Record<string, string | undefined>, args: str
       ORCH_GRPC_PORT: '0',
       ORCH_CLUSTER_GRPC_PORT: '0',
       ORCH_LOG_LEVEL: 'info',
+      ORCH_CLUSTER_JOIN_TOKEN: TEST_JOIN_TOKEN,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -27,6 +27,7 @@ import {
   type SyncConfigResponse,
 } from '../../gen/orch/cluster/v1/cluster.js';
 import type { ClusterAuthority, NodeClaims } from '../authority.ts';
+import { joinTokenOf } from '../envelope.ts';
 import type { Membership } from '../membership.ts';
 import { listPeers, peerStatusFromProto, toNodePeer } from '../peers.ts';
 
@@ -61,7 +62,7 @@ export function clusterHandlers(d: ControllerHandlerDeps): Partial<NodeClusterSe
     return { claims, req: decode(decoder, payload, what) };
   };
   return {
-    attestNode: unary<AttestNodeRequest, AttestNodeResponse>((call) => authority.attest(call.request)),
+    attestNode: unary<AttestNodeRequest, AttestNodeResponse>((call) => authority.attest(call.request, joinTokenOf(call.metadata))),
     challengeNode: unary<ChallengeNodeRequest, ChallengeNodeResponse>((call) => authority.challenge(call.request)),
     registerNode: unary<SealNodeEnvelope, RegisterNodeResponse>(async (call) => {
       const { claims, req } = await open(call, RegisterNodeRequest, 'RegisterNodeRequest');
