@@ -58,6 +58,37 @@ test('bad inputs: non-UUID agent 400, unknown agent 404, missing input 400, unkn
   t.is(res.status, 401, 'no token, no executions');
 });
 
+/** ExecuteAgent over a real gRPC client: the status it ends with and how long it took to answer. */
+function executeAgentStatus(grpc: string, token: string, agentId: string): Promise<{ code: number; details: string; ms: number }> {
+  const client = new OrchRuntimeClient(grpc, credentials.createInsecure());
+  const md = new Metadata();
+  md.set('authorization', `Bearer ${token}`);
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const stream = client.executeAgent({ agent_id: agentId, input: 'x', context_json: '', workflow_execution_id: undefined }, md, { deadline: Date.now() + 60_000 });
+    stream.on('data', () => undefined);
+    stream.on('error', (err: { code: number; details: string }) => {
+      client.close();
+      resolve({ code: err.code, details: err.details, ms: Date.now() - started });
+    });
+    stream.on('end', () => {
+      client.close();
+      resolve({ code: status.OK, details: '', ms: Date.now() - started });
+    });
+  });
+}
+
+test('gRPC ExecuteAgent answers a non-UUID agent_id INVALID_ARGUMENT and an unknown one NOT_FOUND at once (issue 14 #8)', async (t) => {
+  const { node: n, s } = await node(t);
+  const bad = await executeAgentStatus(n.banner.grpc, s.token, 'not-a-uuid');
+  t.like(bad, { code: status.INVALID_ARGUMENT, details: 'Invalid agent ID' });
+  const unknown = await executeAgentStatus(n.banner.grpc, s.token, randomUUID());
+  t.like(unknown, { code: status.NOT_FOUND, details: 'Agent not found' });
+  // Before the fix both ran into the call's deadline (DEADLINE_EXCEEDED); an answer takes milliseconds, so 20 s
+  // is a bound that load cannot break and the old behaviour cannot meet.
+  t.true(bad.ms < 20_000 && unknown.ms < 20_000, `${bad.ms} ms, ${unknown.ms} ms`);
+});
+
 test('with no model provider the execution fails with the CONTRACT sentence', async (t) => {
   const { s } = await node(t);
   const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('nomodel') });

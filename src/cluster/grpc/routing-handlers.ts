@@ -106,7 +106,8 @@ export function forwardExecutionHandler(d: ForwardHandlerDeps): Partial<NodeClus
         if (!call.cancelled) call.end();
       } catch (err) {
         close();
-        if (!call.cancelled) call.destroy(toGrpcError(err) as unknown as Error);
+        // emit('error') sends the status (destroy(err) would leave the caller waiting for its deadline).
+        if (!call.cancelled && !call.writableEnded && !call.destroyed) call.emit('error', toGrpcError(err));
       }
     },
   };

@@ -54,7 +54,9 @@ export function executionHandlers(executions: ExecutionService, logger: Logger):
         if (closed) return;
         closed = true;
         logger.debug({ err }, 'ExecuteAgent failed');
-        call.destroy(toGrpcError(err) as unknown as Error);
+        // emit('error') sends the status; destroy(err) only tore the stream down, and the caller waited for its
+        // deadline (issue 14 #8: an unknown agent_id ended in DEADLINE_EXCEEDED instead of NOT_FOUND).
+        if (!call.writableEnded && !call.destroyed) call.emit('error', toGrpcError(err));
       });
     },
 
