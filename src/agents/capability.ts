@@ -7,6 +7,9 @@ import type { NodeConfig } from '../config/types.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import { LeaseRenewer } from '../storage/lease-renewer.ts';
+import { lapsedRowKeys, type LapsedScope } from '../actors/leased-row/table.ts';
+import type { LapsedSource } from '../actors/leased-row/sweeper.ts';
+import { EXECUTIONS_TABLE } from './execution/repo.ts';
 import { executionKind, type ExecutionMessage } from './execution/actor.ts';
 import { GatewayRegistry } from './execution/gateway-server.ts';
 import { ExecutionService, type AgentSource } from './execution/service.ts';
@@ -21,7 +24,11 @@ import type { ContainerRuntime } from './runtime/types.ts';
 import { SandboxCommands } from '../seal/sandbox-commands.ts';
 import type { VolumeService } from '../volumes/service.ts';
 
-/** How long an execution row's claim lasts without renewal (renewed every third of it). */
+/**
+ * How long an execution row's claim lasts without renewal (renewed every third of it); `spec.cluster.
+ * execution_lease_seconds` overrides it. A killed or frozen node's executions are picked up by a live node's
+ * lapsed-lease sweep within about this long.
+ */
 export const EXECUTION_LEASE_MS = 30_000;
 
 export interface AgentsCapability {
@@ -31,6 +38,9 @@ export interface AgentsCapability {
   runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>>;
   /** Live sandboxes of this node's executions (cmd.run over SEAL runs in them). */
   sandboxCommands: SandboxCommands;
+  /** For the lapsed-lease sweep: the executions this node resumes when their claim lapsed. */
+  lapsed: LapsedSource;
+  leaseMs: number;
 }
 
 export function cmdCeilings(config: NodeConfig): CmdCeilings {
@@ -55,7 +65,10 @@ export async function startAgentsCapability(o: {
   onFirstGenerate?: (executionId: string, at: number) => void;
   /** The node's volumes: spec.volumes of executions become real volumes (src/agents/execution/volumes.ts). */
   volumes?: VolumeService;
+  /** The claim an execution row gets (default EXECUTION_LEASE_MS). */
+  leaseMs?: number;
 }): Promise<AgentsCapability> {
+  const leaseMs = o.leaseMs ?? EXECUTION_LEASE_MS;
   const log = o.logger.child({ component: 'agents' });
   const nodeId = o.config.node.id;
   const runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>> = {
@@ -87,7 +100,7 @@ export async function startAgentsCapability(o: {
     keyColumn: 'id',
     keyType: 'UUID',
     nodeId,
-    ttlMs: EXECUTION_LEASE_MS,
+    ttlMs: leaseMs,
     columns: ['cancel_requested'],
     logger: log,
   }).start();
@@ -110,10 +123,14 @@ export async function startAgentsCapability(o: {
     ...(o.volumes ? { volumes: o.volumes } : {}),
     ...(o.config.fuse ? { fuseAddress: o.config.fuse.address } : {}),
     logger: log,
-    leaseMs: EXECUTION_LEASE_MS,
+    leaseMs,
     renewer,
   });
   o.actors.register<ExecutionMessage>(kind);
-  const executions = new ExecutionService(o.db, o.bus, o.actors, o.agents, nodeId, EXECUTION_LEASE_MS, log);
-  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes, sandboxCommands };
+  const executions = new ExecutionService(o.db, o.bus, o.actors, o.agents, nodeId, leaseMs, log);
+  // Lapsed executions this node resumes itself: a worker only its own (a worker's loss is its controllers' to
+  // judge), a hybrid any that no worker holds.
+  const scope: LapsedScope = o.config.node.role === 'worker' ? 'own' : 'non-workers';
+  const lapsed: LapsedSource = { kind: kind.name, lapsed: (live) => lapsedRowKeys(o.db, EXECUTIONS_TABLE, nodeId, scope, live) };
+  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes, sandboxCommands, lapsed, leaseMs };
 }

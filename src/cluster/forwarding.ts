@@ -12,6 +12,7 @@
 import { status as GrpcStatus, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import type { ActorHandle, ActorKind, ActorMessage, Behaviour } from '../actors/kind.ts';
 import type { ActorRuntime } from '../actors/runtime.ts';
+import type { LapsedSource } from '../actors/leased-row/sweeper.ts';
 import type { EventBus } from '../bus/bus.ts';
 import { EXECUTION_KIND } from '../agents/execution/actor.ts';
 import { appendExecutionEvent, readExecutionEvents } from '../agents/execution/events.ts';
@@ -364,7 +365,33 @@ export interface ForwardingCapability {
   startSweeper(intervalMs: number): () => void;
   /** One pass of the sweep (tests, bench). */
   sweep(): Promise<void>;
+  /** For the lapsed-lease sweep: executions a dead controller held (not yet on a worker), taken over here. */
+  lapsed: LapsedSource;
   close(): void;
+}
+
+/**
+ * Takes over the executions whose claim lapsed while a controller held them — pending ones it had not handed to a
+ * worker yet, running ones it had taken back from a lost worker — or that nobody holds (a worker released it on its
+ * way down): claimed for `nodeId` (a new epoch) so that its ForwardingActor routes them again. Rows held by workers
+ * are the worker-loss sweep's (lostExecutions); rows whose actor runs here are left alone.
+ */
+export async function takeOverLapsedExecutions(db: Db, nodeId: string, leaseMs: number, live: readonly string[], limit = 100): Promise<string[]> {
+  const res = await db.query<{ id: string }>(
+    `UPDATE executions SET owner_node = $1, epoch = epoch + 1, lease_expires_at = now() + ($2::INT * INTERVAL '1 millisecond'), updated_at = now()
+     WHERE id IN (
+       SELECT e.id FROM executions e
+       WHERE e.status IN ('pending', 'running') AND (e.lease_expires_at IS NULL OR e.lease_expires_at < now())
+         AND (e.owner_node IS NULL OR e.owner_node = $1
+           OR EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.node_id = e.owner_node AND n.role = 'controller'))
+         AND NOT (e.id::TEXT = ANY($3::TEXT[]))
+       ORDER BY e.created_at LIMIT ${Math.max(1, Math.floor(limit))}
+       FOR UPDATE SKIP LOCKED)
+       AND (lease_expires_at IS NULL OR lease_expires_at < now())
+     RETURNING id::TEXT AS id`,
+    [nodeId, Math.round(leaseMs), live],
+  );
+  return res.rows.map((r) => r.id);
 }
 
 /** Ids of executions held by workers that are gone: UNHEALTHY, DEREGISTERED, or whose claim expired. */
@@ -417,6 +444,7 @@ export function startForwarding(settings: ForwardingSettings): ForwardingCapabil
   return {
     kind: kind as unknown as ActorKind<ActorMessage>,
     sweep,
+    lapsed: { kind: EXECUTION_KIND, lapsed: (live) => takeOverLapsedExecutions(s.db, s.nodeId, s.leaseMs, live) },
     startSweeper: (intervalMs) => {
       let running = false;
       const timer = setInterval(() => {

@@ -62,6 +62,8 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       ...(s.cluster?.workflow_lease_seconds ? { workflow_lease_seconds: s.cluster.workflow_lease_seconds } : {}),
       ...(s.cluster?.join_token ? { join_token: s.cluster.join_token } : {}),
       ...(s.cluster?.allowed_node_keys ? { allowed_node_keys: s.cluster.allowed_node_keys.map((k, i) => parseNodeKey(k, `spec.cluster.allowed_node_keys[${i}]`)) } : {}),
+      ...(s.cluster?.execution_lease_seconds ? { execution_lease_seconds: s.cluster.execution_lease_seconds } : {}),
+      ...(s.cluster?.worker_wait_seconds !== undefined ? { worker_wait_seconds: s.cluster.worker_wait_seconds } : {}),
     },
     database: s.database?.url ? { url: s.database.url } : {},
     redis: s.redis?.url ? { url: s.redis.url } : {},

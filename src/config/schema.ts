@@ -61,6 +61,8 @@ const spec = obj({
     // key is listed; a worker presents the token. The token must come from the environment (checks.ts).
     join_token: { type: 'string', minLength: 16, pattern: '^[\\x21-\\x7e]+$', 'x-expect': 'at least 16 printable ASCII characters, no spaces' },
     allowed_node_keys: { type: 'array', items: nonEmpty },
+    execution_lease_seconds: { type: 'number', minimum: 1, maximum: 3600 },
+    worker_wait_seconds: { type: 'number', minimum: 0, maximum: 86400 },
   }),
   database: obj({
     url: { type: 'string', pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' },
@@ -168,7 +170,7 @@ export interface NodeConfigFileSpec {
   http?: { bind?: string; port?: number };
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
-  cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number; join_token?: string; allowed_node_keys?: string[] };
+  cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number; join_token?: string; allowed_node_keys?: string[]; execution_lease_seconds?: number; worker_wait_seconds?: number };
   database?: { url?: string };
   redis?: { url?: string };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };

@@ -68,7 +68,7 @@ export interface NodeConfig {
     heartbeat_interval_seconds: number;
     /** Heartbeats a peer may miss before it is marked UNHEALTHY (default 3). */
     missed_heartbeats?: number;
-    /** How long a controller's claim on a workflow run lasts without renewal (default 30); failover takes about 4/3 of it. */
+    /** How long a controller's claim on a workflow run lasts without renewal (default 3); failover takes about the lease. */
     workflow_lease_seconds?: number;
     /**
      * The cluster's join token (a secret; from `env:NAME` or ORCH_CLUSTER_JOIN_TOKEN, never written in the file): a
@@ -77,6 +77,10 @@ export interface NodeConfig {
     join_token?: string;
     /** Ed25519 public keys (base64 of the raw 32 bytes) a controller admits without the join token. */
     allowed_node_keys?: string[];
+    /** How long a node's claim on an execution row lasts without renewal (default 30). */
+    execution_lease_seconds?: number;
+    /** How long a controller keeps an execution pending while no ACTIVE worker meets its request (default 60; 0: fail at once). */
+    worker_wait_seconds?: number;
   };
   /** Absent url: embedded PGlite under dataDir. */
   database: { url?: string };

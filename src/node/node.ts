@@ -11,6 +11,7 @@ import { openBus } from '../bus/open.ts';
 import { createAuthenticator } from '../auth/authenticator.ts';
 import { ActorRuntime } from '../actors/runtime.ts';
 import { recoverAll, type RecoveryReport } from '../actors/recovery.ts';
+import { startLapsedSweep, sweepIntervalFor, type LapsedSource } from '../actors/leased-row/sweeper.ts';
 import { nodePeerKind, type NodePeerMessage } from '../actors/node-peer/actor.ts';
 import { upsertSelf } from '../actors/node-peer/repo.ts';
 import type { ActorKind, ActorMessage } from '../actors/kind.ts';
@@ -110,6 +111,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     cleanups.push(() => actors.shutdown());
     const kinds: ActorKind<ActorMessage>[] = [];
     const heartbeatMs = Math.round(config.cluster.heartbeat_interval_seconds * 1000);
+    const executionLeaseMs = config.cluster.execution_lease_seconds ? Math.round(config.cluster.execution_lease_seconds * 1000) : EXECUTION_LEASE_MS;
     const peerKind = nodePeerKind({
       db,
       bus,
@@ -164,6 +166,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         ...(cortex ? { cortex } : {}),
         catalog,
         volumes,
+        leaseMs: executionLeaseMs,
         logger: log,
       });
       kinds.push(agentsCap.kind);
@@ -182,7 +185,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       const cc = controllerCluster;
       let creds: (NodeCredentials & { expiresAtMs: number }) | undefined;
       forwarding = startForwarding({
-        db, bus, actors, nodeId: config.node.id, router, leaseMs: EXECUTION_LEASE_MS, logger: log,
+        db, bus, actors, nodeId: config.node.id, router, leaseMs: executionLeaseMs, logger: log,
         credentials: async () => {
           if (!creds || creds.expiresAtMs - Date.now() < 300_000) creds = await cc.authority.selfCredentials(config.node.id, 'controller', cc.key);
           return creds;
@@ -191,7 +194,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       const fw = forwarding;
       cleanups.push(async () => fw.close());
       kinds.push(fw.kind);
-      routedExecutions = new ExecutionService(db, bus, actors, agentService, config.node.id, EXECUTION_LEASE_MS, log);
+      routedExecutions = new ExecutionService(db, bus, actors, agentService, config.node.id, executionLeaseMs, log);
     }
     // Workflow runs and approvals (controller and hybrid): WorkflowActor and ApprovalActor kinds, recovered below.
     if (config.node.role !== 'worker') {
@@ -312,6 +315,13 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     // Executions held by workers whose heartbeats stopped: failed (worker_lost) or routed again.
     const stopLossSweep = forwarding?.startSweeper(heartbeatMs);
     if (stopLossSweep) cleanups.push(async () => stopLossSweep());
+    // Executions whose claim lapsed (a node killed, frozen or cut off; an actor that gave up): picked up here within
+    // a sweep interval, in every topology, not at the next restart (src/actors/leased-row/sweeper.ts).
+    const lapsedSources = [agentsCap?.lapsed, forwarding?.lapsed].filter((x): x is LapsedSource => x !== undefined);
+    if (lapsedSources.length > 0) {
+      const lapsedSweep = startLapsedSweep({ actors, sources: lapsedSources, intervalMs: sweepIntervalFor(executionLeaseMs), logger: log });
+      cleanups.push(async () => lapsedSweep.stop());
+    }
 
     const addresses: NodeAddresses = {
       http: `http://${config.http.bind}:${httpPort}`,

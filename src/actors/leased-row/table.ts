@@ -33,3 +33,28 @@ export async function recoverableRowKeys(db: Queryable, t: LeasedTable, nodeId: 
   );
   return res.rows.map((r) => r.k);
 }
+
+/** Whose lapsed rows a node resumes itself: `own` (a worker: its own rows only), or `non-workers` (a hybrid: any row
+ * not held by a worker, whose loss is the controllers' to judge: they resume it on a survivor by their own rules). */
+export type LapsedScope = 'own' | 'non-workers';
+
+/**
+ * Keys of active rows whose claim lapsed (expired, or released) that `nodeId` may drive, leaving out `live` (actors it
+ * runs already); oldest first, at most `limit`. The claim itself is the actor's (claimLeasedRow: a new epoch).
+ */
+export async function lapsedRowKeys(db: Queryable, t: LeasedTable, nodeId: string, scope: LapsedScope, live: readonly string[] = [], limit = 200): Promise<string[]> {
+  const k = ident(t.keyColumn);
+  const whose =
+    scope === 'own'
+      ? 'e.owner_node = $1'
+      : `(e.owner_node IS NULL OR e.owner_node = $1
+          OR NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.node_id = e.owner_node AND n.role = 'worker'))`;
+  const res = await db.query<{ k: string }>(
+    `SELECT e.${k}::TEXT AS k FROM ${ident(t.table)} e
+     WHERE e.${activeWhere(t)} AND (e.lease_expires_at IS NULL OR e.lease_expires_at < now()) AND ${whose}
+       AND NOT (e.${k}::TEXT = ANY($2::TEXT[]))
+     ORDER BY e.created_at LIMIT ${Math.max(1, Math.floor(limit))}`,
+    [nodeId, live],
+  );
+  return res.rows.map((r) => r.k);
+}

@@ -29,7 +29,14 @@ export interface NodePeerSettings {
 }
 
 export type NodePeerMessage = ActorMessage &
-  ({ type: 'tick' } | { type: 'overdue' } | { type: 'released' } | { type: 'status'; reply: (row: repo.NodeRow | null) => void });
+  (
+    | { type: 'tick' }
+    | { type: 'overdue' }
+    | { type: 'released' }
+    /** From the watch: this actor's claim on a remote peer's row lapsed (or the row was let go): claim it again. */
+    | { type: 'reclaim' }
+    | { type: 'status'; reply: (row: repo.NodeRow | null) => void }
+  );
 
 /** The stream each node's lifecycle events are recorded and announced on. */
 export function nodeStream(nodeId: string): string {
@@ -61,6 +68,20 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
   }
 
   async recover(): Promise<void> {
+    if (!(await this.claim())) {
+      this.log.info('row is claimed by another live node; not running it here');
+      this.actor.stop();
+      return;
+    }
+    // Our own row heartbeats on a timer; a remote peer's deadline is checked once now, then on the watch's word.
+    this.actor.schedule(0, { type: this.isSelf ? 'tick' : 'overdue' });
+  }
+
+  /**
+   * Takes the row with a new epoch (fencing off whoever held it) and records `recovered`; false when another live
+   * node holds it. A node always gets its own row (claimNode), whoever took it over while it was down or frozen.
+   */
+  private async claim(): Promise<boolean> {
     const nodeId = this.actor.key;
     const claimed = await this.s.db.tx(async (tx) => {
       const row = await repo.claimNode(tx, nodeId, this.s.selfId, this.leaseTtlMs);
@@ -75,15 +96,13 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
       return { row, event };
     });
     if (!claimed) {
-      this.log.info('row is claimed by another live node; not running it here');
-      this.actor.stop();
-      return;
+      this.fence = undefined;
+      return false;
     }
     this.fence = { nodeId, owner: this.s.selfId, epoch: claimed.row.epoch };
-    await this.s.bus.publish(claimed.event);
+    await this.s.bus.publish(claimed.event).catch((err: unknown) => this.log.warn({ err }, 'publishing recovered failed'));
     this.log.info({ epoch: claimed.row.epoch, status: claimed.row.status }, 'node peer recovered');
-    // Our own row heartbeats on a timer; a remote peer's deadline is checked once now, then on the watch's word.
-    this.actor.schedule(0, { type: this.isSelf ? 'tick' : 'overdue' });
+    return true;
   }
 
   async handle(msg: NodePeerMessage): Promise<void> {
@@ -95,9 +114,14 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
         await this.fenced(() => this.markIfOverdue());
         return;
       case 'released':
-        // The watch released the claim on a DEREGISTERED row: nothing left to watch.
+        // The watch released the claim on a DEREGISTERED row, or another node holds the row now: nothing to watch.
         this.fence = undefined;
         this.actor.stop();
+        return;
+      case 'reclaim':
+        if (this.isSelf) return;
+        if (await this.claim()) await this.fenced(() => this.markIfOverdue());
+        else this.actor.stop();
         return;
       case 'status':
         msg.reply(await repo.getNode(this.s.db, this.actor.key));
@@ -140,10 +164,37 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
   private async tick(): Promise<void> {
     const fence = this.fence;
     if (!fence) return;
-    const ok = await this.fenced(async () => {
-      await repo.heartbeatSelf(this.s.db, fence, this.leaseTtlMs, (this.s.load ?? defaultLoad)());
+    try {
+      const row = await repo.heartbeatSelf(this.s.db, fence, this.leaseTtlMs, (this.s.load ?? defaultLoad)());
+      if (row.status === 'UNHEALTHY') await this.backToActive(fence);
+    } catch (err) {
+      if (!(isOrchError(err) && err.spec === Errors.LEASE_LOST)) throw err;
+      // A peer took our row while we could not heartbeat (frozen, cut off from the database, an actor that gave
+      // up) and may have marked us UNHEALTHY. We are alive: take it back at once (a new epoch fences the peer's
+      // claim off) instead of leaving the row to the peer for good.
+      this.log.warn('own membership row was taken over by another node; taking it back');
+      if (!(await this.claim())) {
+        // Only a DEREGISTERED row refuses its own node; the watch tries again later.
+        this.actor.stop();
+        return;
+      }
+      this.actor.schedule(0, { type: 'tick' });
+      return;
+    }
+    this.actor.schedule(this.s.heartbeatMs, { type: 'tick' });
+  }
+
+  /** Our row was UNHEALTHY (a peer marked it while we were silent): ACTIVE again, with its event. */
+  private async backToActive(fence: repo.Fence): Promise<void> {
+    const event = await this.s.db.tx(async (tx) => {
+      const previous = await repo.activateSelf(tx, fence);
+      if (!previous) return null;
+      return appendEvent(tx, nodeStream(fence.nodeId), 'status_changed', { node_id: fence.nodeId, status: 'ACTIVE', previous });
     });
-    if (ok) this.actor.schedule(this.s.heartbeatMs, { type: 'tick' });
+    if (event) {
+      this.log.info('own membership row is ACTIVE again');
+      await this.s.bus.publish(event).catch((err: unknown) => this.log.warn({ err }, 'publishing status_changed failed'));
+    }
   }
 
   async shutdown(): Promise<void> {

@@ -61,6 +61,26 @@ export async function recoverableNodeIds(db: Queryable, owner: string): Promise<
   return res.rows.map((r) => r.node_id);
 }
 
+export interface WatchableNode {
+  node_id: string;
+  owner_node: string | null;
+}
+
+/**
+ * The rows the watch of `owner` looks after: every live row that is unowned, `owner`'s own, `owner`'s node row
+ * itself (whoever holds it), or whose claim lapsed. A live actor of `owner` over a row missing here is stale (another
+ * node holds that row now).
+ */
+export async function watchableNodes(db: Queryable, owner: string): Promise<WatchableNode[]> {
+  const res = await db.query<WatchableNode>(
+    `SELECT node_id, owner_node FROM cluster_nodes
+     WHERE status <> 'DEREGISTERED' AND (owner_node IS NULL OR owner_node = $1 OR node_id = $1 OR lease_expires_at < now())
+     ORDER BY node_id`,
+    [owner],
+  );
+  return res.rows;
+}
+
 /**
  * Takes the row for `owner` with a new epoch, or answers null when another live owner holds it. A node always takes
  * its own row back (another controller may have watched it while it was down).
@@ -94,16 +114,28 @@ async function fencedReturning(db: Queryable, fence: Fence, set: string, params:
   return row;
 }
 
-/** This node's own heartbeat: count, time, load, and a longer claim. */
+/**
+ * This node's own heartbeat: count, time, load, and a longer claim. The status is left alone: an UNHEALTHY row
+ * becomes ACTIVE through activateSelf, with its event.
+ */
 export function heartbeatSelf(db: Queryable, fence: Fence, ttlMs: number, load: Record<string, unknown>): Promise<NodeRow> {
   return fencedReturning(
     db,
     fence,
     `heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(), load = $5,
-     status = CASE WHEN status = 'UNHEALTHY' THEN 'ACTIVE' ELSE status END,
      lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')`,
     [Math.round(ttlMs), JSON.stringify(load)],
   );
+}
+
+/** This node's own row from UNHEALTHY to ACTIVE under its fence; answers the previous status, or undefined. */
+export async function activateSelf(db: Queryable, fence: Fence): Promise<PeerStatus | undefined> {
+  const res = await db.query<{ status: PeerStatus }>(
+    `UPDATE cluster_nodes SET status = 'ACTIVE', updated_at = now()
+     WHERE node_id = $1 AND owner_node = $2 AND epoch = $3 AND status = 'UNHEALTHY' RETURNING status`,
+    [fence.nodeId, fence.owner, fence.epoch],
+  );
+  return res.rows[0] ? 'UNHEALTHY' : undefined;
 }
 
 /** Extends the claim on a remote peer's row, which the controller owns while it watches the peer. */

@@ -2,7 +2,7 @@
 // costs a few statements whatever the number of peers: renew the claims this controller holds, find the overdue
 // peers and tell their NodePeerActors (which make the fenced UNHEALTHY transition), release rows that were
 // deregistered, and — every few ticks — spawn actors for rows nobody holds (new members registered on a controller
-// that died, or claims that expired).
+// that died, or claims that expired), stop actors over rows another node took, and keep this node's own row driven.
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
 import type { ActorRuntime } from '../runtime.ts';
@@ -61,8 +61,26 @@ export class PeerWatch {
       if (!actors.tell(NODE_PEER_KIND, id, { type: 'overdue' })) actors.spawn(NODE_PEER_KIND, id);
     }
     for (const id of await repo.releaseDeregistered(db, selfId)) actors.tell(NODE_PEER_KIND, id, { type: 'released' });
-    if (this.ticks++ % 4 === 0) {
-      for (const id of await repo.recoverableNodeIds(db, selfId)) if (id !== selfId) actors.spawn(NODE_PEER_KIND, id);
+    if (this.ticks++ % 4 === 0) await this.adopt();
+  }
+
+  /**
+   * Spawns actors for rows nobody holds (or whose claim lapsed), re-claims lapsed rows whose actor here still runs
+   * (its claim expired while this node was frozen or cut off), stops actors over rows another node holds now, and
+   * keeps this node's own row driven: its actor is spawned again whatever stopped it (a give-up after repeated
+   * crashes, say), and takes the row back from whoever holds it.
+   */
+  private async adopt(): Promise<void> {
+    const { db, actors, selfId } = this.o;
+    const rows = await repo.watchableNodes(db, selfId);
+    const seen = new Set<string>();
+    for (const r of rows) {
+      seen.add(r.node_id);
+      if (!actors.isLive(NODE_PEER_KIND, r.node_id)) actors.spawn(NODE_PEER_KIND, r.node_id);
+      else if (r.node_id !== selfId && r.owner_node !== selfId) actors.tell(NODE_PEER_KIND, r.node_id, { type: 'reclaim' });
+    }
+    for (const id of actors.liveKeys(NODE_PEER_KIND)) {
+      if (id !== selfId && !seen.has(id)) actors.tell(NODE_PEER_KIND, id, { type: 'released' });
     }
   }
 

@@ -19,16 +19,17 @@ import type { EngineDeps } from './run.ts';
 import { TerminalCache, Wakers } from './wakers.ts';
 import { StepWriter, type WriterOptions } from './writer.ts';
 import { LeaseRenewer } from '../../storage/lease-renewer.ts';
+import { sweepIntervalFor } from '../../actors/leased-row/sweeper.ts';
 import { recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
 import { recoverableApprovalIds } from '../approvals/repo.ts';
 
 /**
- * How long a workflow row's claim lasts without renewal (renewed every third of it, all of a node's rows in one
+ * How long a workflow row's claim lasts without renewal (renewed every quarter of it, all of a node's rows in one
  * statement). It bounds controller failover: another controller takes a dead one's runs over within the lease plus
- * its sweep interval (a third of it) plus the interrupted state's re-run; 6 s keeps that under 10 s p99
- * (docs/BENCHMARKS.md, controller failover).
+ * its sweep interval (a sixth of it, sweepIntervalFor) plus the interrupted state's re-run; 3 s keeps that under 5 s
+ * p99 (docs/BENCHMARKS.md, controller failover).
  */
-export const WORKFLOW_LEASE_MS = 6_000;
+export const WORKFLOW_LEASE_MS = 3_000;
 
 export interface WorkflowCapability {
   runs: WorkflowExecutionService;
@@ -73,6 +74,8 @@ export function startWorkflowCapability(o: {
     keyType: 'UUID',
     nodeId: o.nodeId,
     ttlMs: leaseMs,
+    // A quarter rather than the default third: with a short lease, one slow tick must not let a live claim lapse.
+    intervalMs: Math.max(50, Math.round(leaseMs / 4)),
     columns: ['cancel_requested'],
     logger: log,
   }).start();
@@ -106,8 +109,16 @@ export function startWorkflowCapability(o: {
     for (const id of await recoverableApprovalIds(o.db, o.nodeId)) if (!o.actors.isLive(ak.name, id)) o.actors.spawn(ak.name, id);
   };
   return {
-    startSweeper: (intervalMs = leaseMs / 3) => {
-      const timer = setInterval(() => void sweep().catch((err: unknown) => log.warn({ err }, 'workflow sweep failed')), intervalMs);
+    startSweeper: (intervalMs = sweepIntervalFor(leaseMs)) => {
+      let sweeping = false;
+      const timer = setInterval(() => {
+        // One pass at a time: a slow database must not pile sweeps up.
+        if (sweeping) return;
+        sweeping = true;
+        sweep()
+          .catch((err: unknown) => log.warn({ err }, 'workflow sweep failed'))
+          .finally(() => (sweeping = false));
+      }, intervalMs);
       timer.unref();
       return () => clearInterval(timer);
     },
