@@ -22,7 +22,8 @@ import type { ExecutionEvent } from '../gen/orch/runtime/v1/runtime.js';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import { NodeClusterClient, type CallCredentials } from './client.ts';
-import { ExecutionRouter, requirementsOf } from './routing.ts';
+import { ExecutionRouter, requirementsOf, type RouteDecision } from './routing.ts';
+import { Errors, OrchError, isOrchError } from '../errors/catalog.ts';
 import { handOverForResume, journalSummary, lastLostWorker, MAX_RESUMES, takeBackForResume, volumesStoredOn, type ResumePolicy } from './resume.ts';
 
 export const WORKER_LOST = 'worker_lost';
@@ -42,8 +43,17 @@ export interface ForwardingSettings {
   reconnectMs?: number;
   /** Resume a running execution of a lost worker on a survivor (startForwarding: the router's rule). */
   resume?: ResumePolicy;
+  /**
+   * How long an execution stays pending here while no ACTIVE worker meets its request (a worker restarting, the
+   * only one down) before it fails; `spec.cluster.worker_wait_seconds`, default DEFAULT_WORKER_WAIT_MS. 0: at once.
+   */
+  workerWaitMs?: number;
+  /** How often a waiting execution looks for a worker again (default 500 ms). */
+  workerPollMs?: number;
   logger: Logger;
 }
+
+export const DEFAULT_WORKER_WAIT_MS = 60_000;
 
 type ForwardMessage = ActorMessage & ({ type: 'peer_lost'; nodeId: string } | { type: 'cancel'; reply?: (accepted: boolean) => void });
 
@@ -190,9 +200,12 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
       const lost = await lastLostWorker(this.s.db, row.id);
       if (lost && !this.tried.includes(lost)) this.tried.push(lost);
     }
-    let target;
+    let target: RouteDecision;
     try {
-      target = await this.s.router.route(required, this.tried);
+      const routed = await this.routeWaiting(row, required);
+      if (routed === 'gone') return this.finish();
+      if (routed === 'cancelled') return this.finishCancelled(row);
+      target = routed;
     } catch (err) {
       await this.failHere(row, resuming ? WORKER_LOST : (err as Error).message);
       return;
@@ -217,6 +230,48 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
     this.worker = target;
     this.log.info({ worker: target.nodeId }, 'execution routed');
     this.open();
+  }
+
+  /**
+   * Routes the execution; while no ACTIVE worker meets its request it waits (up to workerWaitMs, looking again every
+   * workerPollMs) instead of failing at once: a worker may be restarting, or be the only one and briefly down. The
+   * row stays pending and this controller's: each look renews its claim (so no other controller's lapsed-lease sweep
+   * takes it) and sees a cancel. Throws UNAVAILABLE naming the wait when none came; 'gone' when the row stopped being
+   * this controller's (taken over, ended), 'cancelled' when a cancel was asked meanwhile.
+   */
+  private async routeWaiting(row: ExecutionRow, required: Partial<NodeCapabilityAdvertisement>): Promise<RouteDecision | 'gone' | 'cancelled'> {
+    const waitMs = this.s.workerWaitMs ?? DEFAULT_WORKER_WAIT_MS;
+    const deadline = Date.now() + waitMs;
+    let waiting = false;
+    let nextHold = 0;
+    for (;;) {
+      try {
+        return await this.s.router.route(required, this.tried);
+      } catch (err) {
+        const noWorker = isOrchError(err) && err.spec === Errors.UNAVAILABLE;
+        if (!noWorker || this.stopped) throw err;
+        if (Date.now() >= deadline) {
+          if (waitMs <= 0) throw err;
+          throw new OrchError(Errors.UNAVAILABLE, `${(err as Error).message}; none came within ${Math.round(waitMs / 100) / 10} s (spec.cluster.worker_wait_seconds)`);
+        }
+        if (!waiting) this.log.info({ wait_ms: waitMs, reason: (err as Error).message }, 'no ACTIVE worker meets the request; waiting for one');
+        waiting = true;
+      }
+      // Renewed (and a cancel looked for) every few looks, not at each: many executions may be waiting at once,
+      // while a look itself reads the router's shared, briefly cached view of the membership.
+      if (Date.now() >= nextHold) {
+        nextHold = Date.now() + Math.min(2000, this.s.leaseMs / 4);
+        const held = await this.s.db.query<{ cancel_requested: boolean }>(
+          `UPDATE executions SET lease_expires_at = now() + ($3::INT * INTERVAL '1 millisecond')
+           WHERE id = $1 AND owner_node = $2 AND status IN ('pending', 'running') RETURNING cancel_requested`,
+          [row.id, this.s.nodeId, Math.round(this.s.leaseMs)],
+        );
+        const r = held.rows[0];
+        if (!r) return 'gone';
+        if (r.cancel_requested) return 'cancelled';
+      }
+      await new Promise((res) => setTimeout(res, Math.max(10, Math.min(this.s.workerPollMs ?? 500, deadline - Date.now()))));
+    }
   }
 
   /** Fails an execution this controller still holds (no worker can take it). */

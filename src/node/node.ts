@@ -186,6 +186,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       let creds: (NodeCredentials & { expiresAtMs: number }) | undefined;
       forwarding = startForwarding({
         db, bus, actors, nodeId: config.node.id, router, leaseMs: executionLeaseMs, logger: log,
+        ...(config.cluster.worker_wait_seconds !== undefined ? { workerWaitMs: Math.round(config.cluster.worker_wait_seconds * 1000) } : {}),
         credentials: async () => {
           if (!creds || creds.expiresAtMs - Date.now() < 300_000) creds = await cc.authority.selfCredentials(config.node.id, 'controller', cc.key);
           return creds;

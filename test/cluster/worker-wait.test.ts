@@ -1,0 +1,110 @@
+// An Agent state with no worker to run it (issue 20, defect 5), real processes: a controller keeps the state's
+// execution pending while no ACTIVE worker meets its request, up to `spec.cluster.worker_wait_seconds`. A worker that
+// joins within the bound runs it and the run completes; with none past the bound the execution fails with a reason
+// that says so, and so does the run. Before the fix the execution failed at once ("no ACTIVE worker meets the
+// request") and the run with it.
+import test from 'ava';
+import { eventually } from '../support/node-process.ts';
+import { startScriptedLlm } from '../support/scripted-llm.ts';
+import { allActive, llmProviders, nodeStarter, scratch } from './processes.ts';
+import { api, type Api } from './support.ts';
+
+const AGENT = `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: answerer, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", isolation: process, model: default }
+  task: { instruction: Answer in one word. }
+  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 60, iteration_timeout: 60, validation: [] }
+  security: { resources: { timeout: 120 } }
+`;
+
+const WORKFLOW = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: asks, version: 1.0.0 }
+spec:
+  initial_state: ask
+  states:
+    ask:
+      kind: Agent
+      agent: answerer
+      input: 'Say something about {{input.topic}}'
+      transitions: [ { target: record } ]
+    record:
+      kind: System
+      command: 'update_blackboard {"asked": true}'
+      transitions: []
+`;
+
+interface RunJson {
+  status: string;
+  blackboard: Record<string, unknown>;
+  error?: string;
+}
+
+test('an Agent state started with no worker waits for one; a worker that joins within the bound runs it', async (t) => {
+  t.timeout(5 * 60_000);
+  const llm = await startScriptedLlm(async () => ({ content: 'forty-two' }));
+  t.teardown(() => llm.close());
+  const s = await scratch(t, 'orch-worker-wait-');
+  const start = nodeStarter(t, s);
+  const sfx = Math.random().toString(36).slice(2, 7);
+  const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, worker_wait_seconds: 120 }\n`);
+  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
+  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
+  t.is((await api(C, 'POST', '/v1/workflows', WORKFLOW, 'application/yaml')).status, 201);
+  const run = await api<{ execution_id: string }>(C, 'POST', '/v1/workflows/asks/run', { input: { topic: 'numbers' } });
+  t.is(run.status, 201, JSON.stringify(run.body));
+  // The state's execution exists and waits, pending, on the controller.
+  await eventually(async () => (/waiting for one/.test(ctl.stderr()) ? true : undefined), 60_000, `the controller to wait for a worker\n${ctl.stderr().slice(-2000)}`);
+  const pending = await s.db.query<{ status: string; owner_node: string }>('SELECT status, owner_node FROM executions WHERE workflow_execution_id = $1', [run.body.execution_id]);
+  t.like(pending.rows[0], { status: 'pending', owner_node: `ctl-${sfx}` });
+  t.is((await api<RunJson>(C, 'GET', `/v1/workflows/executions/${run.body.execution_id}`)).body.status, 'running');
+
+  const wid = `w-${sfx}`;
+  const worker = await start(wid, `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1 }\n${llmProviders(llm.url)}`);
+  await allActive(C, [wid], 60_000, 'the worker to join');
+  const done = await eventually(async () => {
+    const r = await api<RunJson>(C, 'GET', `/v1/workflows/executions/${run.body.execution_id}`);
+    return r.body.status === 'completed' || r.body.status === 'failed' ? r.body : undefined;
+  }, 120_000, `the workflow to finish\n${ctl.stderr().slice(-2000)}\n${worker.stderr().slice(-2000)}`);
+  t.is(done.status, 'completed', JSON.stringify(done));
+  t.is(done.blackboard.asked, true);
+  const ex = await s.db.query<{ owner_node: string; status: string; final_output: string }>(
+    'SELECT owner_node, status, final_output FROM executions WHERE workflow_execution_id = $1',
+    [run.body.execution_id],
+  );
+  t.like(ex.rows[0], { owner_node: wid, status: 'completed', final_output: 'forty-two' });
+});
+
+test('with no worker past the bound, the Agent state fails with a reason that says so', async (t) => {
+  t.timeout(5 * 60_000);
+  const s = await scratch(t, 'orch-worker-wait-none-');
+  const start = nodeStarter(t, s);
+  const sfx = Math.random().toString(36).slice(2, 7);
+  const waitSeconds = 4;
+  const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, worker_wait_seconds: ${waitSeconds} }\n`);
+  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
+  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
+  t.is((await api(C, 'POST', '/v1/workflows', WORKFLOW, 'application/yaml')).status, 201);
+  const run = await api<{ execution_id: string }>(C, 'POST', '/v1/workflows/asks/run', { input: { topic: 'numbers' } });
+  t.is(run.status, 201, JSON.stringify(run.body));
+  const done = await eventually(async () => {
+    const r = await api<RunJson>(C, 'GET', `/v1/workflows/executions/${run.body.execution_id}`);
+    return r.body.status === 'completed' || r.body.status === 'failed' ? r.body : undefined;
+  }, 120_000, 'the workflow to finish');
+  // The state failed with the reason (this workflow goes on to `record` whatever the state's outcome).
+  const ask = done.blackboard.ask as { status?: string; error?: string } | undefined;
+  t.is(ask?.status, 'failed', JSON.stringify(done));
+  const ex = (await s.db.query<{ status: string; reason: string; created_at: Date; completed_at: Date }>(
+    'SELECT status, reason, created_at, completed_at FROM executions WHERE workflow_execution_id = $1',
+    [run.body.execution_id],
+  )).rows[0]!;
+  t.is(ex.status, 'failed');
+  t.regex(ex.reason, new RegExp(`no ACTIVE worker meets the request \\(any\\); none came within ${waitSeconds} s \\(spec\\.cluster\\.worker_wait_seconds\\)`));
+  // It waited the bound out (measured on the row), and not much longer.
+  const waited = ex.completed_at.getTime() - ex.created_at.getTime();
+  t.true(waited >= waitSeconds * 1000, `failed after ${waited} ms, before the ${waitSeconds} s bound`);
+  t.true(waited < waitSeconds * 1000 + 30_000, `failed ${waited} ms after it was created`);
+  t.regex(ask?.error ?? '', /no ACTIVE worker meets the request \(any\); none came within/);
+});
