@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|observability|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|observability|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,6 +15,7 @@ import { benchSeal } from './seal.ts';
 import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWebhooks } from './webhooks.ts';
+import { benchSoak } from './soak.ts';
 import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
 import { benchHeartbeatHandler } from './heartbeat-handler.ts';
@@ -223,6 +224,12 @@ if (what === 'webhooks' || what === 'all') {
   report('Webhooks on PostgreSQL (verified, deduplicated, workflow started)', figures.map((f) => f.perSecond), 'webhooks/s');
   report('  their workflows run to completion, end to end', figures.map((f) => f.completedPerSecond), 'runs/s');
   report('  floor: POST /v1/workflows/{name}/run alone', figures.map((f) => f.directRunsPerSecond), 'runs/s');
+}
+if (what === 'soak') {
+  // Issue 23: throughput over time through the public API; not part of `all` (it runs for minutes).
+  const i = process.argv.indexOf('--orch-root');
+  const orchRoot = i >= 0 ? process.argv[i + 1] : undefined;
+  await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot }, (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'observability' || what === 'all') {
   // Issue 9: the cost of tracing on the Db hot path and of rendering /metrics (docs/OBSERVABILITY.md).

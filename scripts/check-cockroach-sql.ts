@@ -9,6 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { isPostgresqlOnly } from '../src/storage/migration-guard.ts';
+import { splitSql } from '../src/storage/sql-split.ts';
 
 export interface Rule {
   id: string;
@@ -17,6 +19,8 @@ export interface Rule {
   pattern: RegExp;
   /** Only for migrations (DDL rules). */
   ddlOnly?: boolean;
+  /** Allowed in a migration statement marked `-- postgresql-only` (migrate.ts skips it on CockroachDB). */
+  guardable?: boolean;
 }
 
 export const RULES: readonly Rule[] = [
@@ -41,6 +45,12 @@ export const RULES: readonly Rule[] = [
     why: 'INT / INTEGER is 64-bit on CockroachDB (PostgreSQL: 32-bit), and pg returns 64-bit integers as strings: declare INT4 / INT8 / BIGINT explicitly',
     pattern: /(^|[(,]\s*)"?\w+"?\s+(INT|INTEGER)\b(?!\s*\[)/i,
     ddlOnly: true,
+  },
+  {
+    id: 'storage-params',
+    why: 'CockroachDB refuses PostgreSQL storage parameters other than fillfactor / autovacuum_enabled (it has no autovacuum): mark the statement `-- postgresql-only` (migration-guard.ts)',
+    pattern: /\b(autovacuum_(?!enabled\b)\w+|toast\.\w+|log_autovacuum_min_duration|vacuum_truncate|vacuum_index_cleanup|parallel_workers)\s*=/i,
+    guardable: true,
   },
   {
     id: 'int-result',
@@ -120,8 +130,10 @@ export function sqlInTypeScript(fileName: string, source: string): { line: numbe
 
 export function checkSql(file: string, line: number, sql: string, isMigration: boolean): Finding[] {
   const text = stripSqlComments(sql);
+  const guarded = isMigration && isPostgresqlOnly(sql);
   const findings: Finding[] = [];
   for (const rule of RULES) {
+    if (rule.guardable && guarded) continue;
     if (rule.ddlOnly && !isMigration && !/\b(CREATE|ALTER)\s+TABLE\b/i.test(text)) continue;
     const m = rule.pattern.exec(text);
     if (!m) continue;
@@ -162,7 +174,13 @@ export function checkTree(root: string): Report {
     if (file.endsWith('.sql')) {
       report.migrations++;
       report.sqlTexts++;
-      found = checkSql(file, 1, source, true);
+      // Statement by statement: a `-- postgresql-only` mark covers its own statement only.
+      let at = 0;
+      for (const statement of splitSql(source)) {
+        const offset = source.indexOf(statement, at);
+        at = offset + statement.length;
+        found.push(...checkSql(file, 1 + (source.slice(0, offset).match(/\n/g)?.length ?? 0), statement, true));
+      }
     } else {
       const texts = sqlInTypeScript(file, source);
       if (texts.length > 0) report.tsFiles++;

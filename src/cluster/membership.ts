@@ -325,24 +325,26 @@ function beatParams(beats: PlainBeat[]): unknown[] {
 }
 
 const BEATS = `unnest($1::TEXT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[], $6::BIGINT[], $7::TEXT[]) AS u(node_id, session_id, peer_id, load, reported, stamp_ms, nonce)`;
-/** The replay check: the heartbeat is later than the member's last one (none yet: any). */
+/** The replay check: the heartbeat is later than the member's last one (none yet: any). Both statements name their
+ * rows by key (`c.node_id = ANY($1)`) besides joining them to the unnest, so each member row is an index lookup
+ * whatever join the planner picks, never a scan of every member ever registered (issue 23). */
 const LATER = `(c.heartbeat_stamp_ms IS NULL OR (c.heartbeat_stamp_ms, c.heartbeat_nonce) < (v.stamp_ms, v.nonce))`;
 
-const PLAIN_SQL = `UPDATE cluster_nodes c SET last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB,
+export const PLAIN_SQL = `UPDATE cluster_nodes c SET last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB,
      heartbeat_stamp_ms = v.stamp_ms, heartbeat_nonce = v.nonce, updated_at = now()
    FROM (SELECT * FROM ${BEATS}) v
-   WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
+   WHERE c.node_id = ANY($1::TEXT[]) AND c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
      AND (c.status = 'DRAINING' OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE')) AND ${LATER}
    RETURNING c.node_id, c.session_id, c.peer_id, c.heartbeat_stamp_ms, c.heartbeat_nonce`;
 
-const RECOVER_SQL = `WITH v AS (SELECT * FROM ${BEATS}),
+export const RECOVER_SQL = `WITH v AS (SELECT * FROM ${BEATS}),
    upd AS (
      UPDATE cluster_nodes c SET
        status = CASE WHEN c.drain_requested_at IS NOT NULL OR v.reported = 'DRAINING' THEN 'DRAINING' ELSE 'ACTIVE' END,
        last_heartbeat_at = now(), heartbeat_count = c.heartbeat_count + 1, load = v.load::JSONB,
        heartbeat_stamp_ms = v.stamp_ms, heartbeat_nonce = v.nonce, updated_at = now()
      FROM v
-     WHERE c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
+     WHERE c.node_id = ANY($1::TEXT[]) AND c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
        AND c.status = 'UNHEALTHY' AND ${LATER}
      RETURNING c.node_id, c.session_id, c.peer_id, c.status, c.heartbeat_stamp_ms, c.heartbeat_nonce
    ),

@@ -108,7 +108,7 @@ export async function listStimuli(
   const r = await q.query<StimulusRow>(
     `SELECT * FROM stimuli
      WHERE tenant_id = $1 AND ($2::text IS NULL OR source = $2) AND ($3::text IS NULL OR status = $3)
-     ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`,
+     ORDER BY created_at DESC, id LIMIT $4 OFFSET $5`,
     [tenantId, f.source ?? null, f.status ?? null, f.limit, f.offset],
   );
   return r.rows;

@@ -62,19 +62,21 @@ export class LeaseRenewer {
     const extra = (o.columns ?? []).map((c) => `, w.${ident(c)}`).join('');
     // lk: the rows still ours (key, owner, epoch) that nobody else holds locked, locked in key order.
     // upd: their renewal. The last branch: rows still ours but locked elsewhere (skipped, not lost).
+    // Every read of the table names its rows by key (`= ANY($1)`), so each is an index lookup of the held rows
+    // whatever join the planner picks, never a scan of the table's whole history (issue 23).
     this.sql = `WITH v AS (SELECT * FROM unnest($1::${o.keyType}[], $2::INT4[]) AS v(k, epoch)),
       lk AS (
         SELECT w.${k} AS k FROM ${t} w JOIN v ON w.${k} = v.k AND w.epoch = v.epoch
-        WHERE w.owner_node = $3 ORDER BY w.${k} FOR UPDATE OF w SKIP LOCKED
+        WHERE w.${k} = ANY($1::${o.keyType}[]) AND w.owner_node = $3 ORDER BY w.${k} FOR UPDATE OF w SKIP LOCKED
       ),
       upd AS (
         UPDATE ${t} w SET lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')
-        FROM lk WHERE w.${k} = lk.k RETURNING w.${k}::TEXT AS k, TRUE AS renewed${extra}
+        FROM lk WHERE w.${k} = ANY($1::${o.keyType}[]) AND w.${k} = lk.k RETURNING w.${k}::TEXT AS k, TRUE AS renewed${extra}
       )
       SELECT * FROM upd
       UNION ALL
       SELECT w.${k}::TEXT AS k, FALSE AS renewed${extra} FROM ${t} w JOIN v ON w.${k} = v.k AND w.epoch = v.epoch
-      WHERE w.owner_node = $3 AND w.${k} NOT IN (SELECT k FROM lk)`;
+      WHERE w.${k} = ANY($1::${o.keyType}[]) AND w.owner_node = $3 AND w.${k} NOT IN (SELECT k FROM lk)`;
   }
 
   get intervalMs(): number {

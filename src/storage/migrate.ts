@@ -12,6 +12,7 @@ import {
   renewMigrationLock,
   takeMigrationLock,
 } from './migration-lock.ts';
+import { isCockroach, isPostgresqlOnly } from './migration-guard.ts';
 import { splitSql } from './sql-split.ts';
 
 export interface MigrateOptions {
@@ -41,8 +42,9 @@ export async function migrate(db: Db, logger?: Logger, options: MigrateOptions =
     const applied = await appliedVersions(db);
     warnAboutDrift(files, applied, logger);
     const done: number[] = [];
+    const cockroach = await isCockroach(db);
     for (const file of pending(files, applied)) {
-      const statements = splitSql(await readMigration(file));
+      const statements = splitSql(await readMigration(file)).filter((s) => !(cockroach && isPostgresqlOnly(s)));
       await db.tx(async (tx) => {
         await renewMigrationLock(tx, holder, ttlMs);
         for (const sql of statements) await tx.query(sql);

@@ -40,6 +40,11 @@ const CASES: Record<string, { bad: string; good: string; migration?: boolean }> 
   'server-admin': { bad: 'SELECT pg_terminate_backend(123)', good: 'SELECT 1' },
   isolation: { bad: 'BEGIN ISOLATION LEVEL REPEATABLE READ', good: 'BEGIN ISOLATION LEVEL SERIALIZABLE' },
   'int-width': { bad: 'CREATE TABLE c (id TEXT PRIMARY KEY, n INT NOT NULL)', good: 'CREATE TABLE c (id TEXT PRIMARY KEY, n INT4 NOT NULL, tags INT8[])', migration: true },
+  'storage-params': {
+    bad: 'ALTER TABLE executions SET (autovacuum_vacuum_scale_factor = 0.02)',
+    good: '-- postgresql-only\nALTER TABLE executions SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02)',
+    migration: true,
+  },
   'int-result': { bad: 'SELECT count(*)::INT AS n FROM x', good: "SELECT count(*)::INT4 AS n FROM x WHERE at < now() - ($1::INT * INTERVAL '1 millisecond')" },
 };
 
@@ -50,6 +55,14 @@ test('each rule refuses its construct and passes the portable form', (t) => {
     t.true(bad.includes(id), `${id} refuses: ${c.bad} (got ${bad.join(', ') || 'nothing'})`);
     t.deepEqual(checkSql('x.sql', 1, c.good, c.migration ?? false), [], `${id} passes: ${c.good}`);
   }
+});
+
+test('a postgresql-only mark covers its own statement in a migration, not the next one', (t) => {
+  const file = '-- postgresql-only\nALTER TABLE a SET (autovacuum_vacuum_scale_factor = 0.02);\nALTER TABLE b SET (autovacuum_vacuum_threshold = 10);\n';
+  t.deepEqual(checkSql('m.sql', 1, file.split(';')[0]!, true), []);
+  t.deepEqual(checkSql('m.sql', 3, file.split(';')[1]!, true).map((f) => f.rule), ['storage-params']);
+  // Not a migration: the mark means nothing in TypeScript SQL, which runs on every engine.
+  t.deepEqual(checkSql('f.ts', 1, '-- postgresql-only\nALTER TABLE a SET (autovacuum_vacuum_threshold = 10)', false).map((f) => f.rule), ['storage-params']);
 });
 
 test('comments are not SQL; literals are found in TypeScript with their line, substitutions included', (t) => {

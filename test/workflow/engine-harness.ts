@@ -42,7 +42,16 @@ export interface EngineHarness {
 
 export async function startEngine(
   t: ExecutionContext,
-  o: { runners?: Partial<Record<StateKind, StateRunner<never>>>; db?: { url: string }; nodeId?: string; leaseMs?: number; pglite?: boolean; storage?: EngineDeps['storage'] } = {},
+  o: {
+    runners?: Partial<Record<StateKind, StateRunner<never>>>;
+    db?: { url: string };
+    nodeId?: string;
+    leaseMs?: number;
+    pglite?: boolean;
+    storage?: EngineDeps['storage'];
+    /** Wraps the engine's Db (e.g. a query recorder, test/support/query-recorder.ts). */
+    wrapDb?: (db: Db) => Db;
+  } = {},
 ): Promise<EngineHarness> {
   let url = o.db?.url;
   if (!url && !o.pglite) {
@@ -59,6 +68,7 @@ export async function startEngine(
   } else {
     db = await openPg(url!, { logger });
   }
+  if (o.wrapDb) db = o.wrapDb(db);
   await migrate(db, logger);
   const bus = new MemoryBus();
   const actors = new ActorRuntime(logger, `t-${randomBytes(4).toString('hex')}`);

@@ -157,7 +157,7 @@ export async function markUnhealthyIfOverdue(db: Queryable, fence: Fence, overdu
          AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($4::INT * INTERVAL '1 millisecond'))
        FOR UPDATE)
      UPDATE cluster_nodes c SET status = 'UNHEALTHY', updated_at = now() FROM prev
-     WHERE c.node_id = prev.node_id
+     WHERE c.node_id = $1 AND c.node_id = prev.node_id
      RETURNING prev.status AS previous`,
     [fence.nodeId, fence.owner, fence.epoch, Math.round(overdueMs)],
   );
@@ -172,12 +172,14 @@ export async function markUnhealthyIfOverdue(db: Queryable, fence: Fence, overdu
 export async function renewOwnedClaims(db: Queryable, owner: string, ttlMs: number): Promise<void> {
   // SKIP LOCKED: a row a heartbeat is writing right now is renewed on the next tick (the claim outlives several),
   // so the watch never queues behind heartbeats nor they behind it.
+  // `= ANY(ARRAY(...))`: the locked keys are gathered once and the UPDATE finds them by primary key; an `IN (...)`
+  // may be planned as a join that reads every member row ever registered (issue 23).
   await db.query(
     `UPDATE cluster_nodes SET lease_expires_at = now() + ($2::INT * INTERVAL '1 millisecond')
-     WHERE node_id IN (
+     WHERE node_id = ANY(ARRAY(
        SELECT node_id FROM cluster_nodes WHERE owner_node = $1 AND node_id <> $1 AND status <> 'DEREGISTERED'
          AND (lease_expires_at IS NULL OR lease_expires_at < now() + ($2::INT / 2 * INTERVAL '1 millisecond'))
-       ORDER BY node_id FOR UPDATE SKIP LOCKED)`,
+       ORDER BY node_id FOR UPDATE SKIP LOCKED))`,
     [owner, Math.round(ttlMs)],
   );
 }

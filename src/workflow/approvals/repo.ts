@@ -103,9 +103,12 @@ export async function resolveApproval(
 /** Pending approvals with a deadline whose run this node drives (its own, unowned, or with an expired claim). */
 export async function recoverableApprovalIds(db: Queryable, nodeId: string): Promise<string[]> {
   const res = await db.query<{ id: string }>(
-    `SELECT a.id FROM approvals a JOIN workflow_executions w ON w.id = a.workflow_execution_id
+    // The pending approvals come from their partial index; each one's run is looked up by id in a scalar subquery
+    // (never flattened into a join), so no plan reads the whole history of runs to find a few (issue 23).
+    `SELECT a.id FROM approvals a
      WHERE a.status = 'pending' AND a.deadline IS NOT NULL
-       AND (w.owner_node IS NULL OR w.owner_node = $1 OR w.lease_expires_at IS NULL OR w.lease_expires_at < now())
+       AND (SELECT w.owner_node IS NULL OR w.owner_node = $1 OR w.lease_expires_at IS NULL OR w.lease_expires_at < now()
+            FROM workflow_executions w WHERE w.id = a.workflow_execution_id)
      ORDER BY a.deadline`,
     [nodeId],
   );

@@ -108,8 +108,11 @@ function eventParams(batch: Pending[]): unknown[][] {
   return cols;
 }
 
+// `w.id = ANY($1)` names the rows by the primary key itself, so the rows are found through the index whatever join
+// the planner picks for `v`: joined only through `w.id = v.id`, a plan made while the table was small (or a hash
+// join by another optimizer) reads the whole table per statement, and every step costs O(history) (issue 23).
 const UPDATE_ROWS = `UPDATE workflow_executions AS w SET ${UPDATE_SET} FROM v
-       WHERE w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id`;
+       WHERE w.id = ANY($1::UUID[]) AND w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id`;
 
 const UPDATE_ONLY = `WITH v AS (${V_ROWS}) ${UPDATE_ROWS}`;
 

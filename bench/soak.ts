@@ -1,0 +1,207 @@
+// The soak (issue 23): does a node's cost grow with its history? One `orch up` process on PostgreSQL (a private server
+// started for the bench, with pg_stat_statements), C clients (default 16) each running the race's 10-step workflow
+// through the public API in a loop: `POST /v1/workflows/race/run` with the node's bearer token, then
+// `GET /v1/workflows/executions/:id/stream` (SSE) until the terminal event. Optionally N terminal runs (with their
+// events) are preloaded first, as a long-lived database would hold. Per minute: runs completed, runs/s, p50/p99 of a
+// run (POST to terminal event), the node's RSS, the load average. At the end: the costliest statements
+// (pg_stat_statements) and the hot tables' scans and HOT-update ratio (pg_stat_user_tables).
+//
+//   npm run bench -- soak [--minutes 10] [--clients 16] [--preload 0] [--orch-root DIR]
+//
+// --orch-root runs another checkout's bin/orch.js (e.g. an export of an older main, with node_modules linked), so the
+// same load can be compared across commits.
+import { readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
+import { startPrivatePg } from './private-pg.ts';
+import { percentile } from './stats.ts';
+import { raceManifest, STEPS } from './workflow-race.ts';
+
+export interface SoakOptions {
+  minutes: number;
+  clients: number;
+  preload: number;
+  orchRoot?: string | undefined;
+}
+
+export interface SoakMinute {
+  minute: number;
+  runs: number;
+  perSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  rssMb: number;
+  load: number;
+}
+
+const TERMINAL = /^event: (WorkflowExecutionCompleted|WorkflowExecutionFailed|WorkflowExecutionCancelled)$/m;
+
+async function rssMb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** One run through the public API: start it, follow its SSE stream to the terminal event. */
+async function oneRun(base: string, token: string): Promise<void> {
+  const res = await fetch(`${base}/v1/workflows/race/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  const body = (await res.json()) as { execution_id?: string };
+  if (res.status !== 201 || !body.execution_id) throw new Error(`run answered ${res.status} ${JSON.stringify(body)}`);
+  const stream = await fetch(`${base}/v1/workflows/executions/${body.execution_id}/stream`, { headers: { authorization: `Bearer ${token}` } });
+  if (!stream.ok || !stream.body) throw new Error(`stream answered ${stream.status}`);
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of stream.body as unknown as AsyncIterable<Uint8Array>) {
+    text += decoder.decode(chunk, { stream: true });
+    const m = TERMINAL.exec(text);
+    if (m) {
+      if (m[1] !== 'WorkflowExecutionCompleted') throw new Error(`run ${body.execution_id} ended ${m[1]}`);
+      return;
+    }
+  }
+  throw new Error(`stream of ${body.execution_id} ended without a terminal event`);
+}
+
+/** N terminal runs of the race workflow with their 2 + 2*STEPS events each, in chunks (generate_series, not row by row). */
+async function preload(c: pg.Client, n: number, out: (line: string) => void): Promise<void> {
+  const proto = (await c.query<{ tenant_id: string; workflow_id: string; manifest: unknown }>('SELECT tenant_id, workflow_id, manifest FROM workflow_executions LIMIT 1')).rows[0];
+  if (!proto) throw new Error('no run to copy for the preload');
+  const chunk = 50_000;
+  const t0 = Date.now();
+  for (let from = 0; from < n; from += chunk) {
+    const to = Math.min(n, from + chunk);
+    // One statement per chunk: the runs, and their events from the runs' RETURNING.
+    await c.query(
+      `WITH r AS (
+         INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, status, current_state,
+           blackboard, context, visits, total_transitions, ancestry, last_seq, epoch, created_at, started_at, last_transition_at, completed_at, updated_at)
+         SELECT gen_random_uuid(), $1, $2, 'race', '1.0.0', $3::JSONB, '{}', 'completed', 's9', '{"v9": 9}', '{}', '{"s0": 1}', ${STEPS - 1}, '[]',
+           ${2 + 2 * STEPS}, 1, t, t, t, t, t
+         FROM (SELECT now() - (g * INTERVAL '1 second') AS t FROM generate_series($4::INT4, $5::INT4) g) s
+         RETURNING id, created_at
+       )
+       INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
+       SELECT r.id, s, CASE WHEN s = 1 THEN 'WorkflowExecutionStarted' WHEN s = ${2 + 2 * STEPS} THEN 'WorkflowExecutionCompleted' ELSE 'WorkflowStateEntered' END,
+         'k:' || s, 's' || (s % ${STEPS}), 1, '{}', r.created_at
+       FROM r, generate_series(1, ${2 + 2 * STEPS}) s`,
+      [proto.tenant_id, proto.workflow_id, JSON.stringify(proto.manifest), from + 1, to],
+    );
+    out(`  preloaded ${to} terminal runs (${Math.round((Date.now() - t0) / 1000)} s)`);
+  }
+  await c.query('VACUUM ANALYZE workflow_executions');
+  await c.query('VACUUM ANALYZE workflow_events');
+}
+
+/** The node process: this checkout's bin, or `root`'s (an older checkout) through a shell that execs it. */
+function startNode(env: Record<string, string | undefined>, root?: string): Promise<NodeProcess> {
+  if (!root) return startOrchNode(env);
+  const wrap = ['sh', '-c', `shift 2; exec "${process.execPath}" "${path.join(root, 'bin/orch.js')}" "$@"`, 'orch'];
+  return startOrchNode(env, [], 180_000, wrap);
+}
+
+export async function benchSoak(o: SoakOptions, out: (line: string) => void): Promise<SoakMinute[]> {
+  const server = await startPrivatePg();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-soak-'));
+  const minutes: SoakMinute[] = [];
+  let node: NodeProcess | undefined;
+  const c = new pg.Client({ connectionString: await server.createDatabase('soak') });
+  try {
+    await c.connect();
+    node = await startNode(
+      { DATABASE_URL: `postgres://postgres@127.0.0.1:${server.port}/soak`, REDIS_URL: undefined, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_LOG_LEVEL: 'warn' },
+      o.orchRoot,
+    );
+    const base = node.banner.http;
+    const token = node.banner.dev_token ?? '';
+    const deploy = await fetch(`${base}/v1/workflows?force=true`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/yaml' },
+      body: raceManifest(),
+    });
+    if (deploy.status !== 201) throw new Error(`deploy answered ${deploy.status} ${await deploy.text()}`);
+    await oneRun(base, token);
+    if (o.preload > 0) await preload(c, o.preload, out);
+    await c.query('SELECT pg_stat_statements_reset()');
+    await c.query('SELECT pg_stat_reset()');
+    const done: { at: number; ms: number }[] = [];
+    const errors: string[] = [];
+    const t0 = Date.now();
+    const end = t0 + o.minutes * 60_000;
+    let minuteStart = t0;
+    let counted = 0;
+    const ticker = setInterval(() => {
+      void (async () => {
+        const now = Date.now();
+        const slice = done.slice(counted);
+        counted = done.length;
+        const lat = slice.map((d) => d.ms).sort((a, b) => a - b);
+        const m: SoakMinute = {
+          minute: minutes.length + 1,
+          runs: slice.length,
+          perSecond: slice.length / ((now - minuteStart) / 1000),
+          p50Ms: percentile(lat, 50),
+          p99Ms: percentile(lat, 99),
+          rssMb: await rssMb(node!.child.pid!),
+          load: os.loadavg()[0] ?? 0,
+        };
+        minuteStart = now;
+        minutes.push(m);
+        out(`  minute ${m.minute}: ${m.runs} runs, ${m.perSecond.toFixed(1)} runs/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms, RSS ${m.rssMb.toFixed(0)} MB, load ${m.load.toFixed(1)}`);
+      })();
+    }, 60_000);
+    await Promise.all(
+      Array.from({ length: o.clients }, async () => {
+        while (Date.now() < end) {
+          const s = performance.now();
+          try {
+            await oneRun(base, token);
+            done.push({ at: Date.now(), ms: performance.now() - s });
+          } catch (err) {
+            errors.push((err as Error).message);
+            if (errors.length > 50) throw new Error(`too many failed runs; first: ${errors[0]}`);
+          }
+        }
+      }),
+    );
+    clearInterval(ticker);
+    await new Promise((r) => setTimeout(r, 100));
+    out(`runs: ${done.length} completed, ${errors.length} failed${errors[0] ? ` (first: ${errors[0]})` : ''}`);
+    out('| minute | runs | runs/s | p50 ms | p99 ms | node RSS MB | load avg |');
+    out('|---|---|---|---|---|---|---|');
+    for (const m of minutes) out(`| ${m.minute} | ${m.runs} | ${m.perSecond.toFixed(1)} | ${m.p50Ms.toFixed(0)} | ${m.p99Ms.toFixed(0)} | ${m.rssMb.toFixed(0)} | ${m.load.toFixed(1)} |`);
+    const two = minutes[1]?.perSecond ?? 0;
+    const last = minutes[minutes.length - 1]?.perSecond ?? 0;
+    if (two > 0) out(`last minute / minute two: ${((100 * last) / two).toFixed(0)}% (target >= 90%)`);
+    const stmts = await c.query<{ calls: string; total_ms: number; mean_ms: number; rows: string; query: string }>(
+      `SELECT calls::TEXT, round(total_exec_time::NUMERIC, 0)::FLOAT8 AS total_ms, round(mean_exec_time::NUMERIC, 3)::FLOAT8 AS mean_ms, rows::TEXT,
+         regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query
+       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'soak') ORDER BY total_exec_time DESC LIMIT 12`,
+    );
+    out('| statement (first 110 characters) | calls | total ms | mean ms | rows |');
+    out('|---|---|---|---|---|');
+    for (const s of stmts.rows) out(`| \`${s.query.replace(/\|/g, '\\|')}\` | ${s.calls} | ${s.total_ms} | ${s.mean_ms} | ${s.rows} |`);
+    const tables = await c.query<{ relname: string; seq_scan: string; seq_tup_read: string; idx_scan: string; n_tup_upd: string; n_tup_hot_upd: string; n_live_tup: string; n_dead_tup: string }>(
+      `SELECT relname, seq_scan::TEXT, seq_tup_read::TEXT, COALESCE(idx_scan, 0)::TEXT AS idx_scan, n_tup_upd::TEXT, n_tup_hot_upd::TEXT, n_live_tup::TEXT, n_dead_tup::TEXT
+       FROM pg_stat_user_tables WHERE relname IN ('workflow_executions', 'workflow_events', 'cluster_nodes', 'stimuli', 'executions') ORDER BY relname`,
+    );
+    out('| table | seq scans | tuples read by seq scans | index scans | updates | HOT updates | HOT % | live | dead |');
+    out('|---|---|---|---|---|---|---|---|---|');
+    for (const t of tables.rows) {
+      const hot = Number(t.n_tup_upd) > 0 ? ((100 * Number(t.n_tup_hot_upd)) / Number(t.n_tup_upd)).toFixed(0) : '-';
+      out(`| ${t.relname} | ${t.seq_scan} | ${t.seq_tup_read} | ${t.idx_scan} | ${t.n_tup_upd} | ${t.n_tup_hot_upd} | ${hot} | ${t.n_live_tup} | ${t.n_dead_tup} |`);
+    }
+    return minutes;
+  } finally {
+    await c.end().catch(() => undefined);
+    if (node) await node.kill('SIGTERM');
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+    await writeFile(path.join(os.tmpdir(), 'orch-soak-last.json'), JSON.stringify(minutes)).catch(() => undefined);
+  }
+}
