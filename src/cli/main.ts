@@ -82,7 +82,15 @@ program
       }
       process.stdout.write(`${lines.join('\n')}\n`);
     }
+    // One graceful stop: the same signal often arrives twice (Ctrl-C reaches npm and the node, and npm forwards it
+    // again), and a second one must not cut the shutdown short.
+    let stopping = false;
     const stop = (signal: string): void => {
+      if (stopping) {
+        logger.info({ signal }, 'signal received; already shutting down');
+        return;
+      }
+      stopping = true;
       logger.info({ signal }, 'signal received; shutting down gracefully');
       node.stop().then(() => telemetry?.shutdown()).then(
         () => process.exit(0),
@@ -92,8 +100,7 @@ program
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
     // A worker told to shut down by its controller (ShutdownCommand) has deregistered; stop the process the same way.
     void node.shutdownRequested.then((reason) => stop(`shutdown command (${reason})`));
   });
