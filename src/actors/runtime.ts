@@ -5,6 +5,7 @@ import type { Ref } from 'nact';
 import type { Logger } from '../logging/logger.ts';
 import { RECOVER, type ActorHandle, type ActorKind, type ActorMessage, type Behaviour } from './kind.ts';
 import { CrashCounter, DEFAULT_RESTART_POLICY, type RestartPolicy } from './supervision.ts';
+import { retryThroughOutage } from '../storage/outage-retry.ts';
 
 const SHUTDOWN = '$shutdown';
 interface ShutdownMessage extends ActorMessage {
@@ -19,7 +20,12 @@ interface LiveActor {
   ref: Ref<ActorMessage>;
   timers: Set<NodeJS.Timeout>;
   stopped: boolean;
+  /** Messages that arrived between a crash and the end of the next recovery; handed over once it recovered. */
+  early: ActorMessage[];
 }
+
+/** Early messages kept per actor while it waits out a restart; beyond that they are dropped (and logged). */
+const MAX_EARLY_MESSAGES = 1000;
 
 export class ActorRuntime {
   private readonly system: Ref<never>;
@@ -28,6 +34,8 @@ export class ActorRuntime {
   private readonly live = new Map<string, LiveActor>();
   private readonly crashes: CrashCounter;
   private closing = false;
+  /** Aborted at shutdown: ends the retrying of give-up records through an outage. */
+  private readonly closed = new AbortController();
 
   constructor(
     private readonly logger: Logger,
@@ -54,7 +62,7 @@ export class ActorRuntime {
     const supervisor = this.supervisors.get(kindName);
     if (!kind || !supervisor) throw new Error(`unknown actor kind ${kindName}`);
     const log = this.logger.child({ actor: kindName, key });
-    const entry: LiveActor = { ref: undefined as unknown as Ref<ActorMessage>, timers: new Set(), stopped: false };
+    const entry: LiveActor = { ref: undefined as unknown as Ref<ActorMessage>, timers: new Set(), stopped: false, early: [] };
     const clearTimers = (): void => {
       for (const t of entry.timers) clearTimeout(t);
       entry.timers.clear();
@@ -81,6 +89,8 @@ export class ActorRuntime {
           clearTimers();
           const behaviour = kind.create(handle);
           await behaviour.recover();
+          // What came in while the actor was down goes to the recovered behaviour, in the order it arrived.
+          for (const early of entry.early.splice(0)) nact.dispatch(entry.ref, early);
           return { behaviour };
         }
         if (msg.type === SHUTDOWN) {
@@ -93,7 +103,9 @@ export class ActorRuntime {
           return state;
         }
         if (!state.behaviour) {
-          log.warn({ msg: msg.type }, 'message before recovery; dropped');
+          // Between a crash and the (backed-off) recovery: kept for the recovered behaviour.
+          if (entry.early.length < MAX_EARLY_MESSAGES) entry.early.push(msg);
+          else log.warn({ msg: msg.type }, 'message before recovery; too many waiting, dropped');
           return state;
         }
         await state.behaviour.handle(msg);
@@ -105,19 +117,28 @@ export class ActorRuntime {
         onCrash: (_msg, err, ctx) => {
           clearTimers();
           if (this.closing) return ctx.stop;
-          const restart = this.crashes.recordCrash(id);
-          if (restart) {
-            log.warn({ err }, 'actor crashed; restarting from its row');
-            setImmediate(() => {
+          const verdict = this.crashes.recordCrash(id, err);
+          if (verdict.action === 'restart') {
+            // The first crash of a streak at warn; the rest of an outage at debug, so a long outage does not flood.
+            const level = verdict.crashes === 1 || !verdict.outage ? 'warn' : 'debug';
+            log[level]({ err, delayMs: verdict.delayMs, crashes: verdict.crashes, outage: verdict.outage }, 'actor crashed; restarting from its row after a backoff');
+            const timer = setTimeout(() => {
+              entry.timers.delete(timer);
               if (!entry.stopped) nact.dispatch(entry.ref, { type: RECOVER });
-            });
+            }, verdict.delayMs);
+            timer.unref();
+            entry.timers.add(timer);
             return ctx.reset;
           }
-          log.error({ err }, 'actor crashed repeatedly; giving up');
+          log.error({ err, crashes: verdict.crashes, failingForMs: verdict.failingForMs }, 'actor crashed repeatedly; giving up');
           entry.stopped = true;
+          entry.early.length = 0;
           this.live.delete(id);
-          const reason = `actor crashed ${DEFAULT_RESTART_POLICY.maxRestarts + 1} times: ${err?.message ?? 'unknown error'}`;
-          kind.giveUp(key, reason).catch((e: unknown) => log.error({ err: e }, 'recording give-up failed'));
+          this.crashes.forget(id);
+          const reason = `actor crashed ${verdict.crashes} times in ${Math.round(verdict.failingForMs / 1000)} s: ${err?.message ?? 'unknown error'}`;
+          // Recording the failure is a database write: waited out through an outage, until shutdown.
+          retryThroughOutage(() => kind.giveUp(key, reason), { signal: this.closed.signal, logger: log, what: 'record give-up' })
+            .catch((e: unknown) => log.error({ err: e }, 'recording give-up failed'));
           return ctx.stop;
         },
       },
@@ -171,6 +192,7 @@ export class ActorRuntime {
    */
   async shutdown(timeoutMs = 5000): Promise<void> {
     this.closing = true;
+    this.closed.abort();
     const waits = [...this.live.entries()].map(async ([id, entry]) => {
       for (const t of entry.timers) clearTimeout(t);
       await new Promise<void>((resolve) => {

@@ -12,6 +12,7 @@
 import type { Logger } from '../logging/logger.ts';
 import type { BusEvent, HistorySource } from './bus.ts';
 import { recordBusLag } from '../observability/bus.ts';
+import { backoffDelay } from '../util/backoff.ts';
 
 const PAGE = 500;
 const GAP_RETRIES = 5;
@@ -33,6 +34,8 @@ export class OrderedDelivery {
   private pumping: Promise<void> | undefined;
   private started = false;
   private closed = false;
+  /** Set by resync(): read history from last+1 before the next live event (the feed was interrupted). */
+  private resyncWanted = false;
 
   constructor(
     private readonly stream: string,
@@ -68,6 +71,17 @@ export class OrderedDelivery {
     this.pending.clear();
   }
 
+  /**
+   * The live feed was interrupted (the bus reconnected after an outage): whatever was published meanwhile is read
+   * from history now, instead of waiting for a later event to reveal the gap (there may be none: a terminal event
+   * published during the outage would otherwise never arrive). Live-only subscriptions have nothing to read.
+   */
+  resync(): void {
+    if (this.closed || !this.options.history || this.last === undefined) return;
+    this.resyncWanted = true;
+    if (this.started) this.kick();
+  }
+
   private kick(): void {
     if (this.pumping || this.closed) return;
     // Started on a microtask so that a bus which pushes synchronously from publish() never runs handlers inside it.
@@ -82,10 +96,22 @@ export class OrderedDelivery {
   }
 
   private hasDeliverable(): boolean {
-    return !this.closed && this.pending.size > 0;
+    return !this.closed && (this.pending.size > 0 || this.resyncWanted);
   }
 
   private async pump(): Promise<void> {
+    for (let failures = 0; this.resyncWanted && !this.closed; ) {
+      this.resyncWanted = false;
+      try {
+        await this.catchUp();
+      } catch (err) {
+        // History lives in the database, which may be down as well: wait it out, the feed stays held meanwhile.
+        this.resyncWanted = true;
+        failures++;
+        this.options.logger?.warn({ err, stream: this.stream, attempt: failures }, 'history read failed while resyncing');
+        await sleep(backoffDelay(failures));
+      }
+    }
     while (!this.closed) {
       const next = this.nextPending();
       if (!next) return;

@@ -7,6 +7,14 @@ import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { BusEvent, EventBus, SubscribeOptions, Subscription } from './bus.ts';
 import { OrderedDelivery } from './ordered-delivery.ts';
+import { backoffDelay, type BackoffPolicy } from '../util/backoff.ts';
+
+/**
+ * Reconnects: 50 ms doubling up to 2 s, with jitter. Commands wait in the offline queue meanwhile
+ * (maxRetriesPerRequest: null), so an outage delays a publish or a SUBSCRIBE instead of failing it (issue 20: a
+ * restart of Redis killed a worker through a rejected SUBSCRIBE nobody caught).
+ */
+const RECONNECT_BACKOFF: BackoffPolicy = { baseMs: 50, capMs: 2_000 };
 
 export const DEFAULT_CHANNEL_PREFIX = 'orch:events:';
 
@@ -38,13 +46,41 @@ export class RedisBus implements EventBus {
     this.prefix = prefix;
     sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
     sub.on('pmessage', (pattern: string, _channel: string, message: string) => this.onPatternMessage(pattern, message));
+    // ioredis re-subscribes by itself on reconnect, but what was published while the connection was down is gone:
+    // once the channels are confirmed again, each ordered subscription reads the missed range from history.
+    let wasDown = false;
+    sub.on('close', () => {
+      wasDown = true;
+    });
+    sub.on('ready', () => {
+      if (!wasDown) return;
+      wasDown = false;
+      void this.resubscribed().catch((err: unknown) => this.logger?.warn({ err }, 'resync after Redis reconnect failed'));
+    });
+  }
+
+  /** True while both connections are up (readiness). */
+  isConnected(): boolean {
+    return this.pub.status === 'ready' && this.sub.status === 'ready';
+  }
+
+  private async resubscribed(): Promise<void> {
+    const names = [...this.channels.keys()];
+    // A SUBSCRIBE answered means Redis delivers from here on; only then is history read, so nothing falls between.
+    if (names.length > 0) await this.sub.subscribe(...names);
+    this.logger?.info({ channels: names.length }, 'Redis reconnected; resyncing subscriptions from history');
+    for (const channel of this.channels.values()) for (const d of channel.deliveries) d.resync();
   }
 
   /** Connects both connections; fails with UNAVAILABLE when Redis does not answer. */
   static async open(url: string, options: RedisBusOptions = {}): Promise<RedisBus> {
     const log = options.logger;
     const make = (role: string): Redis => {
-      const r = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 3 });
+      const r = new Redis(url, {
+        lazyConnect: true,
+        maxRetriesPerRequest: null,
+        retryStrategy: (times: number) => backoffDelay(times, RECONNECT_BACKOFF),
+      });
       // Without a listener ioredis prints connection errors itself; they belong in our log.
       r.on('error', (err: Error) => log?.warn({ err, role }, 'redis connection error'));
       return r;
@@ -158,6 +194,12 @@ export class RedisBus implements EventBus {
     for (const channel of this.channels.values()) for (const d of channel.deliveries) d.close();
     this.channels.clear();
     this.patterns.clear();
-    await Promise.all([this.pub.quit().catch(() => undefined), this.sub.quit().catch(() => undefined)]);
+    // QUIT would wait in the offline queue while Redis is down; a connection that is not up is just dropped.
+    await Promise.all(
+      [this.pub, this.sub].map(async (r) => {
+        if (r.status === 'ready') await r.quit().catch(() => undefined);
+        else r.disconnect();
+      }),
+    );
   }
 }

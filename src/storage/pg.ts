@@ -6,6 +6,10 @@ import type { Db, QueryOptions, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgTypes } from './types.ts';
 import { inDbSpan } from '../observability/db.ts';
+import { asOutage } from '../errors/outage.ts';
+
+/** How long a readiness ping may take before the database counts as down (a frozen server never answers). */
+const PING_TIMEOUT_MS = 2_000;
 
 export type Isolation = 'serializable' | 'read committed';
 
@@ -48,19 +52,38 @@ class PgDb implements Db {
     private readonly pool: pg.Pool,
     private readonly begin: string,
     private readonly retry: RetryOptions | undefined,
+    private readonly logger: Logger | undefined,
   ) {}
 
+  // Connection-class failures leave here as DependencyUnavailable (src/errors/outage.ts): callers tell an outage
+  // from a terminal error by type, and the HTTP layer answers it with 503 and Retry-After.
   async query<R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> {
-    return toResult<R>(await inDbSpan(sql, () => this.pool.query(statement(sql, params, options))));
+    try {
+      return toResult<R>(await inDbSpan(sql, () => this.pool.query(statement(sql, params, options))));
+    } catch (err) {
+      throw asOutage('database', err);
+    }
   }
 
-  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return inDbSpan('', () => withTxRetry(() => this.once(fn), this.retry), 'TRANSACTION');
+  async tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    try {
+      return await inDbSpan('', () => withTxRetry(() => this.once(fn), this.retry), 'TRANSACTION');
+    } catch (err) {
+      throw asOutage('database', err);
+    }
   }
 
   private async once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
+    // A checked-out client has no pool listener: when the server drops the connection mid-transaction the client
+    // emits 'error', and an 'error' event nobody listens to kills the process. The failing query rejects with
+    // the same error, so noting it (the client is then not returned to the pool) is all there is to do.
+    const onError = (err: Error): void => {
+      broken ??= err;
+      this.logger?.warn({ err }, 'PostgreSQL connection failed during a transaction');
+    };
+    client.on('error', onError);
     try {
       try {
         await client.query(this.begin);
@@ -80,16 +103,25 @@ class PgDb implements Db {
         throw err;
       }
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }
 
   async ping(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      await this.pool.query('SELECT 1');
+      await Promise.race([
+        this.pool.query('SELECT 1'),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('ping timed out')), PING_TIMEOUT_MS);
+        }),
+      ]);
       return true;
     } catch {
       return false;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -111,7 +143,7 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<Db> {
   // An idle client that loses its connection emits on the pool; unhandled, that would kill the process.
   pool.on('error', (err) => opts.logger?.warn({ err }, 'idle PostgreSQL connection failed'));
   const begin = opts.isolation === 'read committed' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL SERIALIZABLE';
-  const db = new PgDb(pool, begin, opts.retry);
+  const db = new PgDb(pool, begin, opts.retry, opts.logger);
   try {
     await pool.query('SELECT 1');
   } catch (err) {

@@ -66,7 +66,7 @@ export function forwardExecutionHandler(d: ForwardHandlerDeps): Partial<NodeClus
       let closed = false;
       const close = (): void => {
         closed = true;
-        void sub?.close();
+        void sub?.close().catch(() => undefined);
       };
       call.on('cancelled', close);
       try {
@@ -81,9 +81,9 @@ export function forwardExecutionHandler(d: ForwardHandlerDeps): Partial<NodeClus
           d.actors.spawn(EXECUTION_KIND, row.id);
           d.logger.info({ execution: row.id, from: claims.nodeId }, 'ForwardExecution');
         }
-        const done = new Promise<void>((resolve) => {
+        const done = new Promise<void>((resolve, reject) => {
           call.on('cancelled', () => resolve());
-          void d.bus
+          d.bus
             .subscribe(
               executionStream(row.id),
               (e) => {
@@ -96,10 +96,15 @@ export function forwardExecutionHandler(d: ForwardHandlerDeps): Partial<NodeClus
               },
               { fromSeq: 1, history },
             )
-            .then((s) => {
-              sub = s;
-              if (closed) void s.close();
-            });
+            .then(
+              (s) => {
+                sub = s;
+                if (closed) void s.close().catch(() => undefined);
+              },
+              // Reading history needs the database, which may be down: the call ends UNAVAILABLE and the controller
+              // calls again (a reconnect streams from the start). Unhandled, this rejection killed the worker.
+              (err: unknown) => reject(err),
+            );
         });
         await done;
         await sub?.close();

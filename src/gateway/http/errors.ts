@@ -2,11 +2,23 @@
 // their message; anything else is logged with the request id and answered as a plain 500.
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { errorBody, isOrchError } from '../../errors/catalog.ts';
+import { DependencyUnavailable, isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../errors/outage.ts';
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
+    // A dependency outage (database or Redis down, however deep in the cause chain the driver's error sits, also
+    // under a 500-class OrchError such as a stimulus' workflow_error): 503 with Retry-After, so that clients retry
+    // the start instead of reporting a failure (issue 20). 4xx answers keep their code.
+    if (err instanceof DependencyUnavailable || (isOutage(err) && (!isOrchError(err) || err.spec.http >= 500))) {
+      request.log.warn({ err }, 'dependency unavailable; answering 503');
+      return reply
+        .status(503)
+        .header('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS))
+        .send({ error: err instanceof DependencyUnavailable ? `${err.dependency} unavailable; retry later` : 'a dependency is unavailable; retry later' });
+    }
     if (isOrchError(err)) {
       if (err.spec.http >= 500) request.log.error({ err }, 'request failed');
+      if (err.spec.http === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS));
       return reply.status(err.spec.http).send(errorBody(err));
     }
     const fe = err as FastifyError;
