@@ -11,13 +11,18 @@ export interface RestartPolicy {
   /** Delay before the first restart of a streak; each further crash doubles it, up to maxDelayMs (with jitter). */
   baseDelayMs: number;
   maxDelayMs: number;
+  /**
+   * The cap while the crashes are outages: short, so that an actor notices a returning database within about this
+   * long (a retry against a server that is down costs one refused connection).
+   */
+  maxOutageDelayMs: number;
   /** Give up when crashes that are not outages have kept coming for this long. */
   giveUpAfterMs: number;
   /** A run this long without a crash ends the streak: the next crash starts again at baseDelayMs. */
   stableAfterMs: number;
 }
 
-export const DEFAULT_RESTART_POLICY: RestartPolicy = { baseDelayMs: 100, maxDelayMs: 10_000, giveUpAfterMs: 60_000, stableAfterMs: 30_000 };
+export const DEFAULT_RESTART_POLICY: RestartPolicy = { baseDelayMs: 100, maxDelayMs: 10_000, maxOutageDelayMs: 2_000, giveUpAfterMs: 60_000, stableAfterMs: 30_000 };
 
 export type CrashVerdict =
   | { action: 'restart'; delayMs: number; outage: boolean; crashes: number }
@@ -52,7 +57,7 @@ export class CrashCounter {
     if (!outage && now - streak.failingSince! >= this.policy.giveUpAfterMs) {
       return { action: 'give-up', crashes: streak.crashes, failingForMs: now - streak.failingSince! };
     }
-    const delayMs = backoffDelay(streak.crashes, { baseMs: this.policy.baseDelayMs, capMs: this.policy.maxDelayMs });
+    const delayMs = backoffDelay(streak.crashes, { baseMs: this.policy.baseDelayMs, capMs: outage ? this.policy.maxOutageDelayMs : this.policy.maxDelayMs });
     return { action: 'restart', delayMs, outage, crashes: streak.crashes };
   }
 
