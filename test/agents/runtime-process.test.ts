@@ -13,7 +13,7 @@ import { ProcessRuntime, resolvePath, rewriteSandboxValue } from '../../src/agen
 import { createRuntime } from '../../src/agents/runtime/select.ts';
 import { GATEWAY_SOCKET_NAME, type SandboxSpec } from '../../src/agents/runtime/types.ts';
 
-const bw = createRuntime('process', { logger: silentLogger(), nodeId: 'test-node', process: { sandbox: 'auto' } });
+const bw = createRuntime('process', { logger: silentLogger(), nodeId: 'test-node', process: { sandbox: 'bwrap' } });
 const plain = new ProcessRuntime({ logger: silentLogger(), nodeId: 'test-node', sandbox: 'none' });
 const tmpDirs: string[] = [];
 const rand = () => randomBytes(4).toString('hex');

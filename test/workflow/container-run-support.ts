@@ -2,6 +2,7 @@
 // a StateRunContext built by hand (the engine is not involved: these test the runners), and state builders with the
 // parser's defaults. A missing engine or image fails the tests; they are never skipped.
 import Handlebars from 'handlebars';
+import { renderShellTemplate } from '../../src/workflow/template/render.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
@@ -60,6 +61,7 @@ export function ctx(over: Partial<StateRunContext> & { scope?: Record<string, un
     visit: 1,
     visitKey: `${executionId}:${stateName}:1:${randomBytes(3).toString('hex')}`,
     render: (t: string) => Handlebars.compile(t, { noEscape: true, strict: false })(scope),
+    renderShell: (t: string) => renderShellTemplate(t, scope as never),
     signal: new AbortController().signal,
     storage: { shared: {} },
     depth: 0,

@@ -3,6 +3,7 @@
 // PostgreSQL in subworkflow-e2e.test.ts.
 import test from 'ava';
 import Handlebars from 'handlebars';
+import { renderShellTemplate } from '../../src/workflow/template/render.ts';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { ChildStartRequest, ChildTerminal, ChildWorkflows } from '../../src/workflow/engine/child-types.ts';
@@ -54,6 +55,7 @@ function ctx(over: Partial<StateRunContext> & { scope?: Record<string, unknown> 
   return {
     workflowExecutionId: id, tenantId: 't1', stateName: 'child', visit: 1, visitKey: `${id}:child:1`,
     render: (t) => Handlebars.compile(t, { noEscape: true })(scope),
+    renderShell: (t) => renderShellTemplate(t, scope as never),
     signal: new AbortController().signal, storage: { shared: {} }, depth: 0, ancestry: ['top'], logger: silentLogger(),
     ...over,
   };

@@ -14,9 +14,9 @@
 // matching uid). There is no SELinux here; on an SELinux host add the `:z` relabel option to the run-dir bind.
 // Unix socket paths are limited to 107 bytes on Linux: the run directory is short whatever the data dir (run-dir.ts).
 import Docker from 'dockerode';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import type { Logger } from '../../logging/logger.js';
-import { ExecOutput } from './exec-output.js';
+import { ExecOutput, StreamTail } from './exec-output.js';
 import {
   SANDBOX_GATEWAY_SOCKET,
   sandboxLabels,
@@ -27,7 +27,10 @@ import {
   type SandboxExecResult,
   type SandboxHandle,
   type SandboxMount,
+  type SandboxRunOptions,
+  type SandboxRunResult,
   type SandboxSpec,
+  SandboxUnavailableError,
 } from './types.js';
 
 export const DEFAULT_RUNTIME_IMAGE = 'localhost/orch-runtime:latest';
@@ -155,6 +158,7 @@ export class DockerRuntime implements ContainerRuntime {
         Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
         Labels: labels,
         WorkingDir: spec.workdir,
+        ...(spec.user ? { User: `${spec.user.uid}:${spec.user.gid}` } : {}),
         StopTimeout: 0,
         AttachStdin: false,
         AttachStdout: false,
@@ -329,6 +333,78 @@ export class DockerRuntime implements ContainerRuntime {
     const info = await exec.inspect().catch(() => undefined);
     const code = typeof info?.ExitCode === 'number' ? info.ExitCode : timedOut ? 137 : -1;
     return output.result(code, timedOut, req.timeout_secs);
+  }
+
+  /**
+   * One command in a fresh container, to its end (System states under docker isolation): started as start() does,
+   * killed on timeout or abort, its log read into per-stream tails after the exit (podman's follow stream can end
+   * before the last lines of a short-lived container), then removed. No engine: SandboxUnavailableError.
+   */
+  async run(spec: SandboxSpec, opts: SandboxRunOptions): Promise<SandboxRunResult> {
+    if (!(await this.ping())) {
+      throw new SandboxUnavailableError(`no sandbox for ${spec.agentId}: no container engine answers at ${this.opts.dockerHost}; the command was not run`);
+    }
+    const started = Date.now();
+    const handle = await this.start(spec);
+    let timedOut = false;
+    const kill = (): void => {
+      void this.docker.getContainer(handle.id).kill({ signal: 'SIGKILL' }).catch(() => undefined);
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, Math.max(1, opts.timeoutMs));
+    opts.signal?.addEventListener('abort', kill, { once: true });
+    if (opts.signal?.aborted) kill();
+    let code: number;
+    try {
+      code = await handle.exited;
+    } catch {
+      code = -1;
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', kill);
+    }
+    const out = new StreamTail(opts.maxOutputBytes);
+    const err = new StreamTail(opts.maxOutputBytes);
+    await this.readLogTails(handle.id, out, err).catch((e: unknown) => this.log.warn({ container_id: handle.id, err: errMessage(e) }, 'reading the container logs failed'));
+    await this.stop(handle.id).catch((e: unknown) => this.log.warn({ container_id: handle.id, err: errMessage(e) }, 'removing the container failed'));
+    return {
+      exit_code: timedOut ? 124 : code,
+      stdout: out.text(),
+      stderr: err.text() + (timedOut ? `\ncommand killed after ${Math.round(opts.timeoutMs / 1000)} s` : ''),
+      duration_ms: Date.now() - started,
+      timed_out: timedOut,
+    };
+  }
+
+  /** Streams an exited container's log into two tails (never buffered whole). */
+  private async readLogTails(id: string, out: StreamTail, err: StreamTail): Promise<void> {
+    const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => {
+      this.docker.modem.dial(
+        {
+          path: `/containers/${id}/logs?`,
+          method: 'GET',
+          isStream: true,
+          statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+          options: { stdout: true, stderr: true, follow: false },
+        },
+        (e: unknown, data: unknown) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(data as NodeJS.ReadableStream)),
+      );
+    });
+    const sink = (t: StreamTail): Writable => new Writable({ write: (chunk: Buffer, _enc, cb) => (t.push(chunk), cb()) });
+    this.docker.modem.demuxStream(stream, sink(out), sink(err));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(finish, 30_000);
+      function finish(): void {
+        clearTimeout(timer);
+        (stream as unknown as { destroy?: () => void }).destroy?.();
+        resolve();
+      }
+      stream.once('end', finish);
+      stream.once('close', finish);
+      stream.once('error', finish);
+    });
   }
 
   /** The container's stdout and stderr so far (diagnostics and tests). */

@@ -39,3 +39,27 @@ export class ExecOutput {
     return { exit_code: exitCode, stdout, stderr, duration_ms: Date.now() - this.started, truncated: this.truncated, timed_out: timedOut };
   }
 }
+
+/** The last `max` bytes of one stream (a one-shot sandbox run's stdout or stderr); memory stays under twice that. */
+export class StreamTail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private readonly max: number;
+
+  constructor(maxBytes: number) {
+    this.max = Math.max(1, maxBytes);
+  }
+
+  push = (chunk: Buffer): void => {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.size > 2 * this.max) {
+      this.chunks = [tail(this.chunks, this.max)];
+      this.size = this.max;
+    }
+  };
+
+  text(): string {
+    return tail(this.chunks, this.max).toString('utf8');
+  }
+}

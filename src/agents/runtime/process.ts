@@ -1,33 +1,42 @@
-// `process` isolation: the sandbox is a child process of the orchestrator.
+// `process` isolation: the sandbox is a child process of the orchestrator, always inside bubblewrap (`bwrap`,
+// package bubblewrap; scripts/setup-podman.sh installs it).
 //
-// With bubblewrap (`bwrap`, package bubblewrap; scripts/setup-podman.sh installs it) the child runs in fresh
-// namespaces: `--unshare-all` (user, ipc, pid, net, uts, cgroup) with `--share-net` only when spec.network, an empty
-// root holding read-only binds of /usr (and /bin, /lib, /lib64, /sbin as binds or as the host's merged-usr symlinks),
-// a few /etc files node and TLS need, a private /proc, /dev and /tmp, the spec's mounts at their sandbox paths,
-// `--chdir` to the workdir and `--clearenv` plus spec.env (+PATH). `--die-with-parent` kills it when the
-// orchestrator dies, and as pid 1 of its pid namespace its death takes every process inside with it.
+// The child runs in fresh namespaces: `--unshare-all` (user, ipc, pid, net, uts, cgroup) with `--share-net` only when
+// spec.network, an empty root holding read-only binds of /usr (and /bin, /lib, /lib64, /sbin as binds or as the
+// host's merged-usr symlinks), a few /etc files node and TLS need, a private /proc, /dev and /tmp, the spec's mounts
+// at their sandbox paths, `--chdir` to the workdir and `--clearenv` plus spec.env (+PATH). `--die-with-parent` kills
+// it when the orchestrator dies, and as pid 1 of its pid namespace its death takes every process inside with it.
+// bwrap itself is started with nothing but PATH in its environment, so the sandbox's parent (pid 1 inside, what
+// `/proc/$PPID/environ` shows) holds no secret of the orchestrator's.
 //
-// Without bwrap (or when it cannot create namespaces here) the child is a plain process: WEAKER ISOLATION — it sees
-// the whole host filesystem and network and runs as the orchestrator's user; only its environment is clean (spec.env
-// + PATH, nothing inherited, so no secret of the orchestrator's environment leaks) and its cwd is set. A warning is
-// logged once. Sandbox paths cannot be remapped then, so the runtime rewrites them to host paths: the workdir, argv
-// elements and env values that start with a mount's sandboxPath (also in the `unix://<path>` form of
-// ORCH_ORCHESTRATOR_URL) are translated with `resolvePath`. Paths embedded inside a larger string (for instance in
-// a `sh -c` script) are NOT rewritten: pass them through env. With setpriv (util-linux) the child gets
-// PDEATHSIG=SIGKILL so that it dies with the orchestrator; its own children are killed by stop() (process group) but
-// would outlive a crashed orchestrator. Memory and CPU limits are not enforced by this runtime.
+// spec.user (tenant commands: System states) makes the command run as that unprivileged HOST uid: a root
+// orchestrator starts bwrap in the host user namespace (so it can bind any host path) and the command through
+// setpriv with that uid/gid, no supplementary groups, no capability, an empty bounding set and no_new_privs. (A
+// bwrap user namespace with `--uid` would only rename root: the process would still act as host uid 0 for files
+// and sysctls.) An orchestrator that is not root is unprivileged already and runs it under its own uid.
+//
+// When a sandbox cannot be made (bwrap missing, namespaces refused here) start(), exec() and run() reject with
+// SandboxUnavailableError: there is NO silent fallback to a plain process. The only unsandboxed mode is the explicit
+// operator setting `runtime.unsandboxed_process: true` (sandbox: 'none', for a single trusted developer; the node
+// warns loudly at start): then the child is a plain process that sees the whole host filesystem and network; only
+// its environment is clean (spec.env + PATH) and its cwd is set. Sandbox paths cannot be remapped then, so the
+// runtime rewrites them to host paths: the workdir, argv elements and env values that start with a mount's
+// sandboxPath (also in the `unix://<path>` form of ORCH_ORCHESTRATOR_URL) are translated with `resolvePath`. Paths
+// embedded inside a larger string are NOT rewritten. With setpriv (util-linux) the child gets PDEATHSIG=SIGKILL.
+// Memory and CPU limits are not enforced by this runtime.
 //
 // The dispatch gateway is reached as in docker isolation: spec.runDir (the host directory holding the gateway's
-// unix socket) is bound at /orch/run, and the bootstrap speaks HTTP over /orch/run/gateway.sock (without bwrap the
+// unix socket) is bound at /orch/run, and the bootstrap speaks HTTP over /orch/run/gateway.sock (in 'none' mode the
 // rewritten host path), so no network is needed.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../logging/logger.js';
-import { ExecOutput } from './exec-output.js';
+import { ExecOutput, StreamTail } from './exec-output.js';
 import {
   SANDBOX_GATEWAY_SOCKET,
+  SandboxUnavailableError,
   sandboxLabels,
   sandboxMounts,
   type ContainerRuntime,
@@ -36,12 +45,17 @@ import {
   type SandboxExecRequest,
   type SandboxExecResult,
   type SandboxMount,
+  type SandboxRunOptions,
+  type SandboxRunResult,
   type SandboxSpec,
+  type SandboxUser,
 } from './types.js';
 
 export interface ProcessRuntimeOptions extends RuntimeOptions {
-  /** 'auto' (default): bwrap when it is installed and works here; 'bwrap': require it; 'none': never use it. */
-  sandbox?: 'auto' | 'bwrap' | 'none';
+  /** 'bwrap' (default): every sandbox is a bubblewrap sandbox, and none is started when bwrap cannot make one.
+   * 'none': plain child processes, NO isolation (the operator setting runtime.unsandboxed_process; a single trusted
+   * developer only). */
+  sandbox?: 'bwrap' | 'none';
   /** Path of the bwrap binary (default: looked up on PATH). */
   bwrapPath?: string;
   /** Bytes of stdout / stderr kept per sandbox for `output()` (default 64 KiB each). */
@@ -99,10 +113,30 @@ export function rewriteSandboxValue(mounts: SandboxMount[], value: string): stri
   return value;
 }
 
+/** SIGKILL to the child's whole process group (it was spawned detached). */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
+}
+
 function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
   if (code !== null) return code;
   if (signal) return 128 + (osConstants.signals[signal] ?? 0);
   return -1;
+}
+
+/** How a sandbox's process is launched: the binary, its argv, cwd and environment, and (unsandboxed mode only) the
+ * host user spawn switches to; bwrap drops to spec.user itself, inside the sandbox. */
+interface Launch {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  user?: SandboxUser;
+  bwrap: boolean;
 }
 
 export class ProcessRuntime implements ContainerRuntime {
@@ -110,8 +144,8 @@ export class ProcessRuntime implements ContainerRuntime {
   private readonly log: Logger;
   private readonly opts: ProcessRuntimeOptions;
   private readonly tracked = new Map<string, Tracked>();
-  private bwrap: string | null | undefined; // undefined: not probed yet; null: unavailable
-  private warned = false;
+  /** Probe results per host user (`self` or `uid:gid`): the bwrap path, or why no sandbox can be made. */
+  private readonly probes = new Map<string, { bin: string } | { reason: string }>();
 
   constructor(opts: ProcessRuntimeOptions) {
     this.opts = opts;
@@ -122,35 +156,50 @@ export class ProcessRuntime implements ContainerRuntime {
     return `unix://${SANDBOX_GATEWAY_SOCKET}`;
   }
 
-  /** Whether sandboxes run under bubblewrap (probed once: installed and able to create namespaces here). */
+  /** True in the operator's explicit unsandboxed mode (runtime.unsandboxed_process). */
+  get unsandboxed(): boolean {
+    return this.opts.sandbox === 'none';
+  }
+
+  /** Whether sandboxes run under bubblewrap: false only in the unsandboxed mode or when bwrap cannot work here (then
+   * every start fails). Never throws. */
   usesBwrap(): boolean {
-    if (this.bwrap !== undefined) return this.bwrap !== null;
-    const mode = this.opts.sandbox ?? 'auto';
-    if (mode === 'none') {
-      this.bwrap = null;
-      return false;
-    }
+    if (this.unsandboxed) return false;
+    return 'bin' in this.probe(undefined);
+  }
+
+  /** The host user a sandbox runs as: spec.user, unless the orchestrator is not root (it is unprivileged already and
+   * could not switch). */
+  private hostUser(user: SandboxUser | undefined): SandboxUser | undefined {
+    if (!user) return undefined;
+    return process.getuid?.() === 0 ? user : undefined;
+  }
+
+  /** Probes once per host user whether bwrap is installed and can create its namespaces (and, for a user to drop
+   * to, whether setpriv is there to do it). */
+  private probe(user: SandboxUser | undefined): { bin: string; setpriv?: string } | { reason: string } {
+    const key = user ? `${user.uid}:${user.gid}` : 'self';
+    const cached = this.probes.get(key);
+    if (cached) return cached;
     const bin = this.opts.bwrapPath ?? which('bwrap');
-    let reason = 'bwrap is not installed';
-    if (bin) {
-      const probe = spawnSync(bin, [...this.systemArgs(), '--unshare-all', '--die-with-parent', '--', 'true'], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-        timeout: 10_000,
-      });
-      if (probe.status === 0) {
-        this.bwrap = bin;
-        return true;
-      }
-      reason = `bwrap cannot create a sandbox here: ${probe.error?.message ?? probe.stderr?.toString().trim() ?? `exit ${probe.status}`}`;
+    const setpriv = user ? which('setpriv') : undefined;
+    let found: { bin: string; setpriv?: string } | { reason: string };
+    if (!bin) {
+      found = { reason: 'bubblewrap (bwrap) is not installed' };
+    } else if (!existsSync(bin)) {
+      found = { reason: `the bubblewrap binary ${bin} does not exist` };
+    } else if (user && !setpriv) {
+      found = { reason: `setpriv (util-linux) is not installed, so the sandbox cannot drop to uid ${user.uid}` };
+    } else {
+      const args = this.bwrapArgs({ command: ['true'], workdir: '/', network: false }, [], {}, user && setpriv ? { user, setpriv } : undefined);
+      const probe = spawnSync(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: DEFAULT_PATH }, timeout: 10_000 });
+      found = probe.status === 0
+        ? { bin, ...(setpriv ? { setpriv } : {}) }
+        : { reason: `bubblewrap (${bin}) cannot create a sandbox here: ${probe.error?.message ?? (probe.stderr?.toString().trim() || `exit ${String(probe.status ?? probe.signal)}`)}` };
     }
-    if (mode === 'bwrap') throw new Error(`process isolation requires bubblewrap but ${reason}`);
-    this.bwrap = null;
-    if (!this.warned) {
-      this.warned = true;
-      this.log.warn({ reason }, 'process isolation without bubblewrap: sandboxes are plain child processes ' +
-        '(host filesystem and network visible; only env and cwd are controlled)');
-    }
-    return false;
+    if ('reason' in found) this.log.error({ reason: found.reason }, 'process isolation cannot make a sandbox; commands that need one fail');
+    this.probes.set(key, found);
+    return found;
   }
 
   /** Read-only system directories and files node needs, as binds (or the host's merged-usr symlinks). */
@@ -172,8 +221,8 @@ export class ProcessRuntime implements ContainerRuntime {
       args.push('--ro-bind', nodeDir, nodeDir);
     }
     for (const f of [
-      '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/ssl',
-      '/etc/ca-certificates', '/etc/pki', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/passwd',
+      '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/ssl/certs',
+      '/etc/ca-certificates', '/etc/pki/tls/certs', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/passwd',
       '/etc/group', '/etc/localtime',
     ]) {
       args.push('--ro-bind-try', f, f);
@@ -182,16 +231,82 @@ export class ProcessRuntime implements ContainerRuntime {
     return args;
   }
 
-  private bwrapArgs(spec: SandboxSpec, mounts: SandboxMount[], env: Record<string, string>): string[] {
-    const args = [...this.systemArgs(), '--unshare-all', '--die-with-parent'];
-    if (spec.network) args.push('--share-net');
+  /**
+   * The bwrap argv. Without `drop`: every namespace unshared, the user namespace included (agents). With `drop`
+   * (a root orchestrator running a tenant command): bwrap keeps the host's user namespace so that it can bind any
+   * host path as root, and the command starts through setpriv as the unprivileged host user with no capability,
+   * an empty bounding set and no_new_privs: a real non-root uid, not a root mapped into a user namespace.
+   */
+  private bwrapArgs(
+    spec: Pick<SandboxSpec, 'command' | 'workdir' | 'network'>,
+    mounts: SandboxMount[],
+    env: Record<string, string>,
+    drop?: { user: SandboxUser; setpriv: string },
+  ): string[] {
+    const args = [...this.systemArgs()];
+    if (drop) {
+      args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--new-session');
+      if (!spec.network) args.push('--unshare-net');
+    } else {
+      args.push('--unshare-all');
+      if (spec.network) args.push('--share-net');
+    }
+    args.push('--die-with-parent');
     const sorted = [...mounts].sort((a, b) => a.sandboxPath.split('/').length - b.sandboxPath.split('/').length);
     for (const m of sorted) args.push(m.readOnly ? '--ro-bind' : '--bind', m.hostPath, m.sandboxPath);
     if (!mounts.some((m) => within(spec.workdir, m.sandboxPath))) args.push('--dir', spec.workdir);
     args.push('--chdir', spec.workdir, '--clearenv');
     for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
-    args.push('--', ...spec.command);
+    args.push('--');
+    if (drop) {
+      const { uid, gid } = drop.user;
+      args.push(drop.setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+    }
+    args.push(...spec.command);
     return args;
+  }
+
+  /** The process to spawn for `spec`: bwrap (or, only in the operator's unsandboxed mode, the plain command). Throws
+   * SandboxUnavailableError when bwrap cannot make the sandbox: never a plain process instead. */
+  private launch(spec: SandboxSpec, mounts: SandboxMount[], env: Record<string, string>): Launch {
+    const user = this.hostUser(spec.user);
+    if (!this.unsandboxed) {
+      const probe = this.probe(user);
+      if ('reason' in probe) throw new SandboxUnavailableError(`no sandbox for ${spec.agentId}: ${probe.reason}; the command was not run (orch never runs it outside a sandbox)`);
+      const drop = user && probe.setpriv ? { user, setpriv: probe.setpriv } : undefined;
+      // bwrap itself needs nothing from the environment; the sandbox gets exactly `env` through --setenv.
+      return { file: probe.bin, args: this.bwrapArgs(spec, mounts, env, drop), cwd: '/', env: { PATH: env.PATH ?? DEFAULT_PATH }, bwrap: true };
+    }
+    const workdir = resolvePath(mounts, spec.workdir) ?? spec.workdir;
+    if (!existsSync(workdir)) throw new Error(`workdir ${spec.workdir} (host ${workdir}) does not exist`);
+    const childEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, rewriteSandboxValue(mounts, v)]));
+    const argv = spec.command.map((a, i) => (i === 0 ? a : rewriteSandboxValue(mounts, a)));
+    const setpriv = which('setpriv');
+    const [file, args] = setpriv ? [setpriv, ['--pdeathsig', 'KILL', '--', ...argv]] : [argv[0]!, argv.slice(1)];
+    // The unsandboxed mode still drops to the unprivileged user when it can (spawn's uid/gid).
+    return { file, args, cwd: workdir, env: childEnv, ...(user ? { user } : {}), bwrap: false };
+  }
+
+  private spawnLaunch(l: Launch): ChildProcess {
+    return spawn(l.file, l.args, {
+      cwd: l.cwd,
+      env: l.env,
+      detached: true, // own process group: stop() and timeouts kill the whole group
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(l.user ? { uid: l.user.uid, gid: l.user.gid } : {}),
+    });
+  }
+
+  private checkMounts(mounts: SandboxMount[]): void {
+    for (const m of mounts) {
+      if (!path.isAbsolute(m.hostPath) || !path.isAbsolute(m.sandboxPath)) {
+        throw new Error(`mount paths must be absolute: ${m.hostPath} -> ${m.sandboxPath}`);
+      }
+    }
+  }
+
+  private envOf(spec: SandboxSpec): Record<string, string> {
+    return { PATH: `${DEFAULT_PATH}:${path.dirname(process.execPath)}`, ...spec.env };
   }
 
   async start(spec: SandboxSpec): Promise<SandboxHandle> {
@@ -201,50 +316,11 @@ export class ProcessRuntime implements ContainerRuntime {
     if (spec.command.length === 0) throw new Error('spec.command is empty');
 
     const mounts = sandboxMounts(spec);
-    for (const m of mounts) {
-      if (!path.isAbsolute(m.hostPath) || !path.isAbsolute(m.sandboxPath)) {
-        throw new Error(`mount paths must be absolute: ${m.hostPath} -> ${m.sandboxPath}`);
-      }
-    }
-    const env: Record<string, string> = {
-      PATH: `${DEFAULT_PATH}:${path.dirname(process.execPath)}`,
-      ...spec.env,
-    };
+    this.checkMounts(mounts);
+    const env = this.envOf(spec);
     const labels = sandboxLabels(spec, this.opts.nodeId);
-
-    let file: string;
-    let args: string[];
-    let cwd: string;
-    let childEnv: Record<string, string>;
-    const bwrap = this.usesBwrap() ? this.bwrap! : null;
-    if (bwrap) {
-      file = bwrap;
-      args = this.bwrapArgs(spec, mounts, env);
-      cwd = '/';
-      // bwrap itself needs nothing from the environment; the sandbox gets exactly `env` through --setenv.
-      childEnv = { PATH: env.PATH ?? DEFAULT_PATH };
-    } else {
-      const workdir = resolvePath(mounts, spec.workdir) ?? spec.workdir;
-      if (!existsSync(workdir)) throw new Error(`workdir ${spec.workdir} (host ${workdir}) does not exist`);
-      cwd = workdir;
-      childEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, rewriteSandboxValue(mounts, v)]));
-      const argv = spec.command.map((a, i) => (i === 0 ? a : rewriteSandboxValue(mounts, a)));
-      const setpriv = which('setpriv');
-      if (setpriv) {
-        file = setpriv;
-        args = ['--pdeathsig', 'KILL', '--', ...argv];
-      } else {
-        file = argv[0]!;
-        args = argv.slice(1);
-      }
-    }
-
-    const child = spawn(file, args, {
-      cwd,
-      env: childEnv,
-      detached: true, // own process group: stop() kills the whole group
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const l = this.launch(spec, mounts, env);
+    const child = this.spawnLaunch(l);
     const tailBytes = this.opts.outputTailBytes ?? 64 * 1024;
     const entry: Tracked = { id, child, labels, done: false, stdout: [], stderr: [], exited: undefined as never, spec, mounts, env };
     const keep = (buf: Buffer[], chunk: Buffer) => {
@@ -265,44 +341,29 @@ export class ProcessRuntime implements ContainerRuntime {
     });
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
-      child.once('error', (err) => reject(new Error(`starting ${id} (${file}) failed: ${err.message}`)));
+      child.once('error', (err) => reject(new Error(`starting ${id} (${l.file}) failed: ${err.message}`)));
     });
     this.tracked.set(id, entry);
-    this.log.info({ execution_id: spec.executionId, sandbox_id: id, pid: child.pid, bwrap: Boolean(bwrap), network: spec.network },
+    this.log.info({ execution_id: spec.executionId, sandbox_id: id, pid: child.pid, bwrap: l.bwrap, network: spec.network },
       'sandbox process started');
     return { id, exited: entry.exited };
   }
 
   /**
    * Runs a command beside the sandbox's main process with the same view: under bwrap a sibling sandbox with the
-   * same mounts, network setting and environment (its own pid namespace); without bwrap a plain child with the
-   * sandbox paths rewritten, like start(). Killed (its whole process group) after timeout_secs.
+   * same mounts, network setting, user and environment (its own pid namespace); in the unsandboxed mode a plain
+   * child with the sandbox paths rewritten, like start(). Killed (its whole process group) after timeout_secs.
    */
   async exec(id: string, req: SandboxExecRequest): Promise<SandboxExecResult> {
     const entry = this.tracked.get(id);
     if (!entry || entry.done) throw new Error(`sandbox ${id} is not running`);
     const { mounts, env } = entry;
-    let file: string;
-    let args: string[];
-    let cwd: string;
-    let childEnv: Record<string, string>;
-    const bwrap = this.usesBwrap() ? this.bwrap! : null;
-    if (bwrap) {
-      file = bwrap;
-      args = this.bwrapArgs({ ...entry.spec, workdir: req.cwd, command: [req.command, ...req.args] }, mounts, env);
-      cwd = '/';
-      childEnv = { PATH: env.PATH ?? DEFAULT_PATH };
-    } else {
-      cwd = resolvePath(mounts, req.cwd) ?? req.cwd;
-      childEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, rewriteSandboxValue(mounts, v)]));
-      file = req.command;
-      args = req.args.map((a) => rewriteSandboxValue(mounts, a));
-    }
+    const l = this.launch({ ...entry.spec, workdir: req.cwd, command: [req.command, ...req.args] }, mounts, env);
     const output = new ExecOutput(req.max_output_bytes);
     return new Promise<SandboxExecResult>((resolve) => {
       let child: ChildProcess;
       try {
-        child = spawn(file, args, { cwd, env: childEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+        child = this.spawnLaunch(l);
       } catch (err) {
         output.stderr(Buffer.from(String((err as Error).message)));
         resolve(output.result(-1, false, req.timeout_secs));
@@ -311,11 +372,7 @@ export class ProcessRuntime implements ContainerRuntime {
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
+        killGroup(child);
       }, Math.max(1, req.timeout_secs) * 1000);
       timer.unref();
       child.stdout?.on('data', output.stdout);
@@ -328,6 +385,49 @@ export class ProcessRuntime implements ContainerRuntime {
       child.once('close', (code, signal) => {
         clearTimeout(timer);
         resolve(output.result(exitCodeOf(code, signal), timedOut, req.timeout_secs));
+      });
+    });
+  }
+
+  /** One command in a fresh sandbox, to its end (System states). Rejects with SandboxUnavailableError when bwrap
+   * cannot make the sandbox. */
+  async run(spec: SandboxSpec, opts: SandboxRunOptions): Promise<SandboxRunResult> {
+    if (spec.command.length === 0) throw new Error('spec.command is empty');
+    const mounts = sandboxMounts(spec);
+    this.checkMounts(mounts);
+    const l = this.launch(spec, mounts, this.envOf(spec));
+    const started = Date.now();
+    const out = new StreamTail(opts.maxOutputBytes);
+    const err = new StreamTail(opts.maxOutputBytes);
+    return new Promise<SandboxRunResult>((resolve, reject) => {
+      const child = this.spawnLaunch(l);
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        killGroup(child);
+      }, Math.max(1, opts.timeoutMs));
+      const onAbort = (): void => killGroup(child);
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      if (opts.signal?.aborted) onAbort();
+      const done = (): void => {
+        clearTimeout(timer);
+        opts.signal?.removeEventListener('abort', onAbort);
+      };
+      child.stdout?.on('data', out.push);
+      child.stderr?.on('data', err.push);
+      child.once('error', (e) => {
+        done();
+        reject(new Error(`starting the sandbox for ${spec.agentId} (${l.file}) failed: ${e.message}`));
+      });
+      child.once('close', (code, signal) => {
+        done();
+        resolve({
+          exit_code: timedOut ? 124 : exitCodeOf(code, signal),
+          stdout: out.text(),
+          stderr: err.text() + (timedOut ? `\ncommand killed after ${Math.round(opts.timeoutMs / 1000)} s` : ''),
+          duration_ms: Date.now() - started,
+          timed_out: timedOut,
+        });
       });
     });
   }

@@ -45,6 +45,42 @@ export interface SandboxSpec {
   memoryBytes?: number;
   /** Labels put on the container so that recovery can find orphans (docker); process runtime keeps them in memory. */
   labels: Record<string, string>;
+  /** Run as this unprivileged host uid/gid (tenant commands: System states). Process isolation spawns bubblewrap as
+   * that user (an unprivileged user namespace), docker sets the container's User. Absent: the runtime's default
+   * (agents: the orchestrator's user mapped into the sandbox). */
+  user?: SandboxUser;
+}
+
+export interface SandboxUser {
+  uid: number;
+  gid: number;
+}
+
+/** The unprivileged account tenant commands run as unless the node config names another (nobody:nogroup). */
+export const DEFAULT_SANDBOX_USER: SandboxUser = { uid: 65534, gid: 65534 };
+
+/** A sandbox could not be made (bubblewrap missing or refused, no container engine): the command did not run, and
+ * it is never run outside a sandbox instead. */
+export class SandboxUnavailableError extends Error {
+  override readonly name = 'SandboxUnavailableError';
+}
+
+/** One command in a fresh sandbox, run to its end (ContainerRuntime.run): System states. */
+export interface SandboxRunOptions {
+  /** Killed (the whole sandbox) after this long; the result then has timed_out. */
+  timeoutMs: number;
+  /** Per stream; the tail is kept. */
+  maxOutputBytes: number;
+  /** Aborting kills the sandbox at once. */
+  signal?: AbortSignal;
+}
+
+export interface SandboxRunResult {
+  exit_code: number;
+  stdout: string;
+  stderr: string;
+  duration_ms: number;
+  timed_out: boolean;
 }
 
 /** Labels every sandbox carries so that recovery (reap) and attestation can find it. */
@@ -121,4 +157,7 @@ export interface ContainerRuntime {
   orchestratorUrl(port: number): string;
   /** Runs a command inside the live sandbox `id`; rejects when the sandbox is not running. */
   exec?(id: string, req: SandboxExecRequest): Promise<SandboxExecResult>;
+  /** Starts a fresh sandbox for `spec`, waits for its main process to end (or kills it on timeout / abort), removes
+   * it and answers its exit code and output. Rejects with SandboxUnavailableError when no sandbox can be made. */
+  run(spec: SandboxSpec, opts: SandboxRunOptions): Promise<SandboxRunResult>;
 }

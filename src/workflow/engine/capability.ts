@@ -11,7 +11,10 @@ import type { StateKind } from '../manifest/types.ts';
 import { approvalKind, APPROVAL_KIND, type ApprovalMessage } from '../approvals/actor.ts';
 import { ApprovalService } from '../approvals/service.ts';
 import { WorkflowExecutionService, type WorkflowSource } from '../service.ts';
-import { systemRunner } from '../states/system.ts';
+import os from 'node:os';
+import path from 'node:path';
+import { ProcessRuntime } from '../../agents/runtime/process.ts';
+import { systemRunner, type SystemSandbox } from '../states/system.ts';
 import { subworkflowRunner } from '../states/subworkflow.ts';
 import { workflowKind, type WorkflowMessage } from './actor.ts';
 import type { StateRunner } from './runner-types.ts';
@@ -47,6 +50,12 @@ export interface WorkflowCapability {
   startSweeper(intervalMs?: number): () => void;
 }
 
+/** System states in a bubblewrap sandbox (never unsandboxed), per-run scratch workspaces under the tmpdir. */
+export function defaultSystemSandbox(logger: Logger): SystemSandbox {
+  const runtime = new ProcessRuntime({ logger, sandbox: 'bwrap' });
+  return { runtime: () => runtime, scratchDir: path.join(os.tmpdir(), 'orch-workflows') };
+}
+
 export function startWorkflowCapability(o: {
   db: Db;
   bus: EventBus;
@@ -61,6 +70,8 @@ export function startWorkflowCapability(o: {
   writer?: WriterOptions;
   /** spec.storage volumes (storage.ts WorkflowStorage over the node's VolumeService); absent: none are made. */
   storage?: EngineDeps['storage'];
+  /** Where System states run (the node's sandbox runtime); default: bubblewrap, scratch workspaces in the tmpdir. */
+  system?: SystemSandbox;
 }): WorkflowCapability {
   const log = o.logger.child({ component: 'workflows' });
   const leaseMs = o.leaseMs ?? WORKFLOW_LEASE_MS;
@@ -82,7 +93,7 @@ export function startWorkflowCapability(o: {
   const runs = new WorkflowExecutionService({ db: o.db, bus: o.bus, actors: o.actors, workflows: o.workflows, wakers, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals });
   const runners: Partial<Record<StateKind, StateRunner<never>>> = {
     ...(o.runners ?? {}),
-    System: systemRunner() as StateRunner<never>,
+    System: systemRunner(o.system ?? defaultSystemSandbox(log)) as StateRunner<never>,
     Subworkflow: subworkflowRunner({ children: runs.children() }) as StateRunner<never>,
   };
   const wk = workflowKind({

@@ -7,7 +7,7 @@ import type { Db, Queryable } from '../../storage/db.ts';
 import type { RowFence } from '../../storage/row-lease.ts';
 import type { HumanState, StateKind, WorkflowState } from '../manifest/types.ts';
 import { buildScope, type TemplateScope } from '../template/scope.ts';
-import { renderTemplate } from '../template/render.ts';
+import { renderShellTemplate, renderTemplate } from '../template/render.ts';
 import { selectTransition } from '../conditions.ts';
 import { renderFinalOutput } from '../output.ts';
 import { getApproval, insertApproval, type ApprovalRow } from '../approvals/repo.ts';
@@ -197,6 +197,7 @@ export class WorkflowRun {
       visit,
       visitKey: visitKeyOf(this.row.id, name, visit),
       render: (template) => renderTemplate(template, scope),
+      renderShell: (template) => renderShellTemplate(template, scope),
       signal,
       storage: this.storage(),
       depth: this.row.depth,

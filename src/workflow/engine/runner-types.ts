@@ -8,6 +8,7 @@
 // child workflow, an agent execution) derives its ids from `visitKey` so the second run finds the first one's work.
 import type { Logger } from '../../logging/logger.ts';
 import type { StateKind, WorkflowState } from '../manifest/types.ts';
+import type { ShellCommand } from '../template/shell.ts';
 
 /** What the transition conditions of seed 002 read from a finished state. */
 export interface StateOutcome {
@@ -47,6 +48,9 @@ export interface StateRunContext {
   visitKey: string;
   /** Renders a Handlebars template against the current scope (missing keys give a placeholder naming the key). */
   render(template: string): string;
+  /** Renders a template that is a shell command: values become ORCH_VALUE_<n> environment variables referenced from
+   * the script, never shell code (src/workflow/template/shell.ts). Throws on a NUL byte or a broken template. */
+  renderShell(template: string): ShellCommand;
   /** Aborted when the state's timeout elapses or the workflow is cancelled; the runner stops its side effect. */
   signal: AbortSignal;
   /** Volume ids of the workflow's spec.storage (`workspace`, and shared volumes by name), when declared. */

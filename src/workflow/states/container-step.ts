@@ -92,10 +92,32 @@ class CappedSink extends Writable {
   }
 }
 
-/** The argv of the container: Handlebars per element; `shell: true` joins them and runs `sh -c`. */
-export function renderCommand(step: Pick<ContainerStep, 'command' | 'shell'>, render: (t: string) => string): string[] {
-  const argv = step.command.map((c) => render(c));
-  return step.shell ? ['sh', '-c', argv.join(' ')] : argv;
+const SHELLS = new Set(['sh', 'bash', 'dash', 'ash', 'zsh', 'ksh']);
+
+/**
+ * The argv of the container: Handlebars per element. A shell script — `shell: true` (the elements joined and run
+ * with `sh -c`) or the element after `-c` of an explicit shell (`[sh, -c, "…"]`) — is rendered as a shell template:
+ * its values reach the shell as ORCH_VALUE_<n> variables (`env`), never as code (src/workflow/template/shell.ts).
+ */
+export function renderCommand(
+  step: Pick<ContainerStep, 'command' | 'shell'>,
+  ctx: Pick<StateRunContext, 'render' | 'renderShell'>,
+): { argv: string[]; env: Record<string, string> } {
+  if (step.shell) {
+    const { script, env } = ctx.renderShell(step.command.join(' '));
+    return { argv: ['sh', '-c', script], env };
+  }
+  const isShell = step.command.length > 0 && SHELLS.has(step.command[0]!.split('/').pop()!);
+  let env: Record<string, string> = {};
+  const argv = step.command.map((c, i) => {
+    if (isShell && i > 0 && step.command[i - 1] === '-c' && i === step.command.indexOf('-c') + 1) {
+      const r = ctx.renderShell(c);
+      env = r.env;
+      return r.script;
+    }
+    return ctx.render(c);
+  });
+  return { argv, env };
 }
 
 export async function resolveMounts(step: ContainerStep, ctx: StateRunContext, resolve: VolumeResolver, used: VolumeUse[] = []): Promise<SandboxMount[]> {
@@ -214,9 +236,10 @@ async function runAttempt(
   let env: Record<string, string>;
   let mounts: SandboxMount[];
   try {
-    command = renderCommand(step, ctx.render);
+    const rendered = renderCommand(step, ctx);
+    command = rendered.argv;
     if (command.length === 0) throw new Error('command is empty');
-    env = Object.fromEntries(Object.entries(step.env).map(([k, v]) => [k, ctx.render(v)]));
+    env = { ...Object.fromEntries(Object.entries(step.env).map(([k, v]) => [k, ctx.render(v)])), ...rendered.env };
     mounts = await resolveMounts(step, ctx, deps.resolveVolume, used);
     if (step.registry_credentials !== undefined && step.image_pull_policy !== 'Never') {
       const present = await deps.runtime.docker.getImage(step.image).inspect().then(() => true, () => false);

@@ -5,7 +5,8 @@
 import Handlebars from 'handlebars';
 import { MissingValue, templateHelpers, toText } from './helpers.ts';
 import { missingPlaceholder, walk } from './lookup.ts';
-import { bracketNumericSegments, LOOKUP_MARKED, LOOKUP_RAW, LOOKUP_TEXT, rewriteTemplate, TO_TEXT } from './rewrite.ts';
+import { bracketNumericSegments, LOOKUP_MARKED, LOOKUP_RAW, LOOKUP_TEXT, rewriteTemplate, TO_TEXT, wrapMustaches } from './rewrite.ts';
+import { SHELL_VALUE_HELPER, SHELL_VALUES_KEY, shellCommandOf, shellValueHelper, type ShellCommand } from './shell.ts';
 import type { TemplateScope } from './scope.ts';
 import { evaluateRenderedExpression } from './expression.ts';
 
@@ -43,22 +44,26 @@ hb.registerHelper(LOOKUP_MARKED, function (this: unknown, ...args: unknown[]) {
 hb.registerHelper(TO_TEXT, (value: unknown) => toText(value));
 
 const helperNames: ReadonlySet<string> = new Set(Object.keys(hb.helpers));
+hb.registerHelper(SHELL_VALUE_HELPER, shellValueHelper as never);
 
-type Compiled = (scope: TemplateScope) => string;
+type Compiled = (scope: TemplateScope, options?: { data: Record<string, unknown> }) => string;
 const cache = new Map<string, Compiled>();
 const CACHE_LIMIT = 1000;
 
-function compile(template: string): Compiled {
-  const hit = cache.get(template);
+/** `shell`: every mustache's output is handed to the shell-value helper (./shell.ts) instead of being inlined. */
+function compile(template: string, shell = false): Compiled {
+  const key = shell ? `\u0000shell\u0000${template}` : template;
+  const hit = cache.get(key);
   if (hit) return hit;
   const ast = hb.parse(bracketNumericSegments(template));
   rewriteTemplate(ast, helperNames);
+  if (shell) wrapMustaches(ast, SHELL_VALUE_HELPER);
   const fn = hb.compile(ast, { noEscape: true, strict: false, knownHelpers: { log: false } }) as Compiled;
   if (cache.size >= CACHE_LIMIT) {
     const oldest = cache.keys().next();
     if (!oldest.done) cache.delete(oldest.value);
   }
-  cache.set(template, fn);
+  cache.set(key, fn);
   return fn;
 }
 
@@ -82,6 +87,23 @@ export function renderTemplate(template: string, scope: TemplateScope): string {
   } catch (err) {
     return `<template error: ${message(err)}>`;
   }
+}
+
+/**
+ * A template that is a shell command: the script with a variable reference per `{{…}}` expansion and the values in
+ * ORCH_VALUE_<n> (./shell.ts: template values are data, never code). Throws when the template does not parse or a
+ * NUL byte would reach the shell.
+ */
+export function renderShellTemplate(template: string, scope: TemplateScope): ShellCommand {
+  if (template.includes('\u0000')) throw new Error('the command contains a NUL byte');
+  const values: string[] = [];
+  let rendered: string;
+  try {
+    rendered = compile(template, true)(scope, { data: { [SHELL_VALUES_KEY]: values } });
+  } catch (err) {
+    throw new Error(`the command template does not render: ${message(err)}`);
+  }
+  return shellCommandOf(rendered, values);
 }
 
 /** The result of a custom condition with the reason it is false when it could not be evaluated. */

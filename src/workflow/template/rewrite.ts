@@ -98,6 +98,31 @@ export function rewriteTemplate(program: unknown, helpers: ReadonlySet<string>):
   rewriteProgram(program as ProgramNode, helpers);
 }
 
+function wrapProgram(program: ProgramNode | undefined, helper: string): void {
+  if (!program) return;
+  for (const node of program.body) {
+    if (node.type === 'MustacheStatement') {
+      const m = node as CallNode;
+      // A literal ({{"x"}}, {{1}}) is its own argument; a path or helper becomes a sub-expression of the wrapper.
+      const inner: ExprNode = isPath(m.path)
+        ? ({ type: 'SubExpression', path: m.path, params: m.params, hash: m.hash, ...(m.loc ? { loc: m.loc } : {}) } as CallNode)
+        : m.path;
+      m.path = path(helper, m.loc) as unknown as ExprNode;
+      m.params = [inner];
+      delete m.hash;
+    } else if (node.type === 'BlockStatement') {
+      const b = node as CallNode & { program?: ProgramNode; inverse?: ProgramNode };
+      wrapProgram(b.program, helper);
+      wrapProgram(b.inverse, helper);
+    }
+  }
+}
+
+/** After rewriteTemplate: every mustache's output goes through `helper` (shell templates, ./shell.ts). */
+export function wrapMustaches(program: unknown, helper: string): void {
+  wrapProgram(program as ProgramNode, helper);
+}
+
 // Handlebars' lexer reads a numeric *last* segment (`{{input.tags.0}}`, `{{a.b.1}}`) as a number literal and
 // refuses the template, although `{{review.agents.0.output}}` parses. Such a segment is rewritten to the
 // equivalent segment-literal form `.[0]` inside mustaches, outside quoted strings. Number literals (`0.5`, `-1`)
