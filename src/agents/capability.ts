@@ -21,6 +21,7 @@ import type { CortexService } from '../cortex/service.ts';
 import type { LlmRegistry } from './llm/types.ts';
 import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST, DEFAULT_RUNTIME_IMAGE } from './runtime/select.ts';
 import type { ContainerRuntime } from './runtime/types.ts';
+import { processRuntimeOptions } from './runtime/tenant-sandbox.ts';
 import { SandboxCommands } from '../seal/sandbox-commands.ts';
 import type { VolumeService } from '../volumes/service.ts';
 
@@ -72,7 +73,7 @@ export async function startAgentsCapability(o: {
   const log = o.logger.child({ component: 'agents' });
   const nodeId = o.config.node.id;
   const runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>> = {
-    process: createRuntime('process', { logger: log, nodeId }),
+    process: createRuntime('process', { logger: log, nodeId, process: processRuntimeOptions(o.config) }),
   };
   const dockerHost = o.config.runtime.docker_host ?? DEFAULT_DOCKER_HOST;
   if (o.config.runtime.docker_host || o.config.runtime.default_isolation === 'docker') {

@@ -1,5 +1,6 @@
-// ExecuteSystemCommand (seed 000): a shell command on the orchestrator host with env, workdir and timeout, as
-// workflow System states use it. Output is captured up to a ceiling per stream (tail kept); a timeout kills the
+// ExecuteSystemCommand (seed 000): a shell command ON THE ORCHESTRATOR HOST with env, workdir and timeout, for the
+// OPERATOR only (src/gateway/grpc/execution-handlers.ts refuses every other role). Nothing a tenant defines comes
+// here: workflow System states run in a sandbox (src/workflow/states/system.ts; docs/SECURITY.md). Output is captured up to a ceiling per stream (tail kept); a timeout kills the
 // whole process group and reports exit code 124, as timeout(1) does.
 import { spawn } from 'node:child_process';
 

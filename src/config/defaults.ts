@@ -1,5 +1,6 @@
 // Validated file (or nothing) → complete NodeConfig. Every default of docs/CONFIG.md is here, and they are the
 // `npm start` defaults: with no file at all this returns the zero-install hybrid node.
+import { DEFAULT_SANDBOX_USER } from '../agents/runtime/types.ts';
 import path from 'node:path';
 import { parseControllers } from './controllers.ts';
 import { parseNodeKey } from './node-keys.ts';
@@ -72,6 +73,11 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       default_isolation: s.runtime?.default_isolation ?? DEFAULTS.isolation,
       ...(s.runtime?.docker_host ? { docker_host: s.runtime.docker_host } : {}),
       ...(s.runtime?.orchestrator_url ? { orchestrator_url: s.runtime.orchestrator_url } : {}),
+      ...(s.runtime?.bwrap_path ? { bwrap_path: s.runtime.bwrap_path } : {}),
+      sandbox_uid: s.runtime?.sandbox_uid ?? DEFAULT_SANDBOX_USER.uid,
+      sandbox_gid: s.runtime?.sandbox_gid ?? DEFAULT_SANDBOX_USER.gid,
+      system_state_network: s.runtime?.system_state_network === true,
+      unsandboxed_process: s.runtime?.unsandboxed_process === true,
     },
     builtin_dispatchers: (s.builtin_dispatchers ?? []).map((d) => ({ ...d })),
     mcp_servers: (s.mcp_servers ?? []).map((m) => ({ ...m, transport: m.transport ?? (m.url ? 'http' : 'stdio') })),

@@ -92,6 +92,11 @@ const spec = obj({
     default_isolation: { enum: ISOLATIONS },
     docker_host: nonEmpty,
     orchestrator_url: httpUrl,
+    bwrap_path: nonEmpty,
+    sandbox_uid: { type: 'integer', minimum: 1, maximum: 2147483647 },
+    sandbox_gid: { type: 'integer', minimum: 1, maximum: 2147483647 },
+    system_state_network: { type: 'boolean' },
+    unsandboxed_process: { type: 'boolean' },
   }),
   builtin_dispatchers: {
     type: 'array',
@@ -175,7 +180,16 @@ export interface NodeConfigFileSpec {
   redis?: { url?: string };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
   llm_providers?: { name: string; type: (typeof LLM_TYPES)[number]; endpoint?: string; api_key?: string; models: { alias: string; model: string }[] }[];
-  runtime?: { default_isolation?: (typeof ISOLATIONS)[number]; docker_host?: string; orchestrator_url?: string };
+  runtime?: {
+    default_isolation?: (typeof ISOLATIONS)[number];
+    docker_host?: string;
+    orchestrator_url?: string;
+    bwrap_path?: string;
+    sandbox_uid?: number;
+    sandbox_gid?: number;
+    system_state_network?: boolean;
+    unsandboxed_process?: boolean;
+  };
   builtin_dispatchers?: { name: string; config?: Record<string, unknown>; capabilities?: { tool: string; skip_judge?: boolean }[] }[];
   mcp_servers?: {
     name: string;

@@ -89,7 +89,21 @@ export interface NodeConfig {
   /** Absent: dev identity mode (keys under dataDir). */
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
   llm_providers: LlmProviderConfig[];
-  runtime: { default_isolation: 'process' | 'docker'; docker_host?: string; orchestrator_url?: string };
+  runtime: {
+    default_isolation: 'process' | 'docker';
+    docker_host?: string;
+    orchestrator_url?: string;
+    /** The bubblewrap binary of process isolation; default: `bwrap` on PATH. */
+    bwrap_path?: string;
+    /** The unprivileged host uid/gid tenant commands (System states) run as; default 65534 (nobody). */
+    sandbox_uid: number;
+    sandbox_gid: number;
+    /** Network inside System state sandboxes; default false (none). */
+    system_state_network: boolean;
+    /** Process isolation WITHOUT a sandbox (plain child processes on the host): a single trusted developer only;
+     * default false, and the node logs a loud warning at start when true. */
+    unsandboxed_process: boolean;
+  };
   builtin_dispatchers: DispatcherConfig[];
   mcp_servers: McpServerConfig[];
   /** Payment provider (docs/BILLING.md): api_url overrides the provider's address (a test's fake server). */

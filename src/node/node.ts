@@ -41,6 +41,7 @@ import { startForwarding, type ForwardingCapability } from '../cluster/forwardin
 import { forwardExecutionHandler, routeExecutionHandler } from '../cluster/grpc/routing-handlers.ts';
 import { ExecutionService } from '../agents/execution/service.ts';
 import { EXECUTION_LEASE_MS } from '../agents/capability.ts';
+import { sandboxUserOf, scratchDirOf, systemStateRuntime, warnIfUnsandboxed } from '../agents/runtime/tenant-sandbox.ts';
 import type { NodeCredentials } from '../cluster/envelope.ts';
 import { WorkflowStorage } from '../workflow/engine/storage.ts';
 import { VolumeService } from '../volumes/service.ts';
@@ -91,6 +92,7 @@ export interface RunningNode {
 
 export async function startNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
   const log = logger.child({ node: config.node.id, role: config.node.role });
+  warnIfUnsandboxed(config, log);
   const cleanups: (() => Promise<void>)[] = [];
   const undo = async (): Promise<void> => {
     for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log.error({ err }, 'cleanup failed'));
@@ -201,6 +203,8 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     if (config.node.role !== 'worker') {
       const caps = agentsCap;
       // spec.storage volumes of workflow runs, made through the same VolumeService and mounted into containers.
+      const systemRuntime = await systemStateRuntime(config, caps?.runtimes, log);
+      if (typeof systemRuntime === 'string') log.warn({ reason: systemRuntime }, 'workflow System states cannot run on this node');
       const workflowStorage = new WorkflowStorage(volumes, { db, logger: log, ...(config.fuse ? { fuseAddress: config.fuse.address } : {}) });
       workflowCap = startWorkflowCapability({
         db,
@@ -211,6 +215,15 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         logger: log,
         runners: workflowStateRunners({ executions: () => caps?.executions ?? routedExecutions, agents: agentService, db, docker: caps?.runtimes.docker, resolveVolume: (ref) => workflowStorage.acquire(ref), settleVolume: (ref) => workflowStorage.release(ref) }),
         storage: workflowStorage,
+        // System states: a sandbox of the node's isolation, never the host (docs/SECURITY.md).
+        system: {
+          runtime: () => systemRuntime,
+          user: sandboxUserOf(config),
+          scratchDir: scratchDirOf(config),
+          network: config.runtime.system_state_network,
+          resolveVolume: (ref) => workflowStorage.acquire(ref),
+          settleVolume: (ref) => workflowStorage.release(ref),
+        },
         ...(config.cluster.workflow_lease_seconds ? { leaseMs: Math.round(config.cluster.workflow_lease_seconds * 1000) } : {}),
       });
       kinds.push(...workflowCap.kinds);

@@ -1,9 +1,9 @@
-// ProcessRuntime: with bubblewrap (scripts/setup-podman.sh installs it; with CI=true a missing or broken bwrap
-// FAILS the bwrap tests) and without it (sandbox: 'none', always runs).
+// ProcessRuntime: with bubblewrap (scripts/setup-podman.sh installs it; a missing or broken bwrap FAILS the bwrap
+// tests and makes every start reject, never a plain process) and the operator's unsandboxed mode (sandbox: 'none').
 import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { ProcessRuntime, resolvePath, rewriteSandboxValue } from '../../src/agents/runtime/process.ts';
 import { createRuntime } from '../../src/agents/runtime/select.ts';
-import { GATEWAY_SOCKET_NAME, type SandboxSpec } from '../../src/agents/runtime/types.ts';
+import { GATEWAY_SOCKET_NAME, SandboxUnavailableError, type SandboxSpec } from '../../src/agents/runtime/types.ts';
 
 const bw = createRuntime('process', { logger: silentLogger(), nodeId: 'test-node', process: { sandbox: 'bwrap' } });
 const plain = new ProcessRuntime({ logger: silentLogger(), nodeId: 'test-node', sandbox: 'none' });
@@ -289,4 +289,43 @@ test('resolvePath and rewriteSandboxValue', (t) => {
   t.is(rewriteSandboxValue(mounts, '/workspace/f.txt'), '/h/ws/f.txt');
   t.is(rewriteSandboxValue(mounts, 'hello /workspace'), 'hello /workspace');
   t.is(rewriteSandboxValue(mounts, 'http://127.0.0.1:8080'), 'http://127.0.0.1:8080');
+});
+
+test('no unsandboxed fallback: without a working bwrap start, exec and run reject with SandboxUnavailableError', async (t) => {
+  const ws = await tmp();
+  const marker = path.join(ws, `ran-${rand()}`);
+  for (const bwrapPath of [`/nonexistent-${rand()}/bwrap`, '/bin/false']) {
+    const rt = new ProcessRuntime({ logger: silentLogger(), bwrapPath });
+    t.false(rt.usesBwrap());
+    const s = spec({ command: ['sh', '-c', `touch ${marker}`], mounts: [{ hostPath: ws, sandboxPath: '/workspace', readOnly: false }] });
+    const started = await rt.start(s).then(() => 'started', (err: Error) => err);
+    t.true(started instanceof SandboxUnavailableError, String(started));
+    t.regex((started as Error).message, /bubblewrap/);
+    const ran = await rt.run(s, { timeoutMs: 60_000, maxOutputBytes: 1024 }).then(() => 'ran', (err: Error) => err);
+    t.true(ran instanceof SandboxUnavailableError, String(ran));
+    t.false(existsSync(marker), `a plain process ran with ${bwrapPath}`);
+  }
+});
+
+test('bwrap run() with spec.user: a real unprivileged uid, no capability, no_new_privs, timeout kills', async (t) => {
+  if (!needBwrap(t)) return;
+  const ws = await tmp();
+  // The caller hands the workspace to the user (the System runner does); a root-owned directory stays unwritable.
+  await chown(ws, 65534, 65534);
+  const r = await bw.run(
+    spec({
+      command: ['/bin/sh', '-c', 'id -u; id -G; grep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status; echo hi > f; cat /etc/shadow; echo err >&2; exit 3'],
+      mounts: [{ hostPath: ws, sandboxPath: '/workspace', readOnly: false }],
+      user: { uid: 65534, gid: 65534 },
+    }),
+    { timeoutMs: 60_000, maxOutputBytes: 4096 },
+  );
+  t.is(r.exit_code, 3, r.stderr);
+  t.is(r.stdout, '65534\n65534\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n');
+  t.regex(r.stderr, /err/);
+  t.is(await readFile(path.join(ws, 'f'), 'utf8'), 'hi\n');
+  const slow = await bw.run(spec({ command: ['/bin/sh', '-c', 'sleep 600'], user: { uid: 65534, gid: 65534 } }), { timeoutMs: 1000, maxOutputBytes: 1024 });
+  t.true(slow.timed_out);
+  t.is(slow.exit_code, 124);
+  t.true(slow.duration_ms < 60_000);
 });

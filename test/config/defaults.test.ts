@@ -17,7 +17,7 @@ function expectedDefaults(): NodeConfig {
     database: {},
     redis: {},
     llm_providers: [],
-    runtime: { default_isolation: 'process' },
+    runtime: { default_isolation: 'process', sandbox_uid: 65534, sandbox_gid: 65534, system_state_network: false, unsandboxed_process: false },
     builtin_dispatchers: [],
     mcp_servers: [],
     billing: {},

@@ -18,7 +18,7 @@ export function nodeConfig(over: Partial<NodeConfig> = {}): NodeConfig {
     database: {},
     redis: {},
     llm_providers: [],
-    runtime: { default_isolation: 'process' },
+    runtime: { default_isolation: 'process', sandbox_uid: 65534, sandbox_gid: 65534, system_state_network: false, unsandboxed_process: false },
     builtin_dispatchers: [],
     mcp_servers: [],
     billing: {},

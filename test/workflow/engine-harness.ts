@@ -14,6 +14,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startWorkflowCapability, type WorkflowCapability } from '../../src/workflow/engine/capability.ts';
+import type { SystemSandbox } from '../../src/workflow/states/system.ts';
 import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
 import type { EngineDeps } from '../../src/workflow/engine/run.ts';
 import type { WorkflowExecutionRow } from '../../src/workflow/engine/repo.ts';
@@ -51,6 +52,8 @@ export async function startEngine(
     storage?: EngineDeps['storage'];
     /** Wraps the engine's Db (e.g. a query recorder, test/support/query-recorder.ts). */
     wrapDb?: (db: Db) => Db;
+    /** Where System states run (default: the capability's bubblewrap sandbox). */
+    system?: SystemSandbox;
   } = {},
 ): Promise<EngineHarness> {
   let url = o.db?.url;
@@ -73,7 +76,7 @@ export async function startEngine(
   const bus = new MemoryBus();
   const actors = new ActorRuntime(logger, `t-${randomBytes(4).toString('hex')}`);
   const defs = new WorkflowDefinitionService(db, logger);
-  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}) });
+  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.system ? { system: o.system } : {}) });
   t.teardown(async () => {
     await actors.shutdown(2000);
     await bus.close();
