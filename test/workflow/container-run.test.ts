@@ -41,6 +41,19 @@ test('shell: true joins the elements and runs them with sh -c', async (t) => {
   t.is(r.outcome.status, 'success');
 });
 
+test('template values in a shell script are data (shell: true and an explicit sh -c): printed, never run', async (t) => {
+  const title = 'x; echo INJECTED uid=$(id -u) > FILE; `touch TICK`';
+  for (const command of [['echo', 'title={{input.data.title}}', '&&', 'ls'], ['sh', '-c', "echo title={{input.data.title}} 'q={{input.data.title}}'; ls"]]) {
+    const c = ctx({ scope: { input: { data: { title } } } });
+    const shell = command[0] === 'echo';
+    const r = await containerRunRunner(deps())(containerState({ command, shell }), c);
+    const o = r.output as Out;
+    t.is(r.outcome.status, 'success', o.stderr);
+    // `ls` of the workdir shows no FILE and no TICK: nothing of the title ran.
+    t.is(o.stdout, shell ? `title=${title}\n` : `title=${title} q=${title}\n`);
+  }
+});
+
 test('without shell the elements are argv: no shell interprets them', async (t) => {
   const r = await containerRunRunner(deps())(containerState({ command: ['echo', 'a', '&&', '$HOME'] }), ctx());
   t.is((r.output as Out).stdout, 'a && $HOME\n');

@@ -12,7 +12,7 @@ const SLOW = manifest(
   'nap',
   `    nap:
       kind: System
-      command: 'sleep {{input.s}}; echo "$(date +%s%N)" >> {{input.log}}'
+      command: 'sleep {{input.s}}; echo "$(date +%s%N)" >> /workspace/nap.log'
       transitions: [{ target: after }]
     after:
       kind: System
@@ -25,7 +25,7 @@ test('a cancel asked on another node reaches the owner through the row', async (
   const a = await startEngine(t, { nodeId: 'node-a', leaseMs: 1500 });
   const b = await startEngine(t, { nodeId: 'node-b', leaseMs: 1500, db: { url: a.url! } });
   await a.deploy(SLOW);
-  const id = await a.run('slowpoke', { input: { s: 30, log: '/dev/null' } });
+  const id = await a.run('slowpoke', { input: { s: 30 } });
   await a.waitFor(id, 'running');
   await new Promise((r) => setTimeout(r, 300));
   t.like(await b.cap.runs.cancel(TENANT, id), { cancelled: true });
@@ -38,9 +38,8 @@ async function takeover(t: import('ava').ExecutionContext, via: 'sweep' | 'recov
   const a = await startEngine(t, { nodeId: 'node-a', leaseMs: 60_000 });
   const b = await startEngine(t, { nodeId: 'node-b', leaseMs: 60_000, db: { url: a.url! } });
   await a.deploy(SLOW);
-  const log = `/tmp/orch-lease-${Date.now()}.log`;
   // The nap runs long enough that node-a is still in it when its claim is expired below, even on a loaded machine.
-  const id = await a.run('slowpoke', { input: { s: 6, log } });
+  const id = await a.run('slowpoke', { input: { s: 6 } });
   await a.waitFor(id, 'running');
   await new Promise((r) => setTimeout(r, 300));
   // node-a stops renewing (as if partitioned): its claim expires, node-b's recovery claims the run.
