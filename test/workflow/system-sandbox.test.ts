@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rm, stat, writeFile, readFile } from 'node:fs/promises'
 import os from 'node:os';
 import path from 'node:path';
 import { ProcessRuntime } from '../../src/agents/runtime/process.ts';
+import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST } from '../../src/agents/runtime/select.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { SystemSandbox } from '../../src/workflow/states/system.ts';
 import { manifest, startEngine } from './engine-harness.ts';
@@ -159,4 +160,28 @@ test('no bubblewrap (missing binary, or one that refuses): the state fails namin
     // Built-ins need no sandbox and still run.
     t.is(row.blackboard.after, 'yes');
   }
+});
+
+test('docker isolation: System states run in a podman container as the unprivileged user with only the workspace', async (t) => {
+  const host = process.env.DOCKER_HOST || DEFAULT_DOCKER_HOST;
+  if (!(await dockerAvailable(host))) {
+    t.fail(`no container engine answers at ${host}; run scripts/setup-podman.sh`);
+    return;
+  }
+  const scratch = await scratchRoot(t);
+  const runtime = createRuntime('docker', { logger: silentLogger(), dockerHost: host });
+  const h = await startEngine(t, { system: sandbox(scratch, { runtime: () => runtime }) });
+  const title = 'x; echo INJECTED > FILE';
+  await h.deploy(manifest('in-podman', 'run', `    run:
+      kind: System
+      command: 'id -u; echo "$DECLARED"; echo title={{input.title}}; echo kept > out.txt; ls'
+      env: { DECLARED: 'only this' }
+      transitions: []
+`));
+  const id = await h.run('in-podman', { input: { title } });
+  const row = await h.waitFor(id, undefined, 120_000);
+  const run = row.blackboard.run as SystemOutput;
+  t.is(run.status, 'success', run.output.stderr);
+  t.is(run.output.stdout, `65534\nonly this\ntitle=${title}\nout.txt\n`);
+  t.is(await readFile(path.join(scratch, id, 'out.txt'), 'utf8'), 'kept\n');
 });
