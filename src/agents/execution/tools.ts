@@ -1,14 +1,16 @@
 // The refinement loop's view of the node's tool catalog (src/tools/catalog.ts): which tools the model is offered
-// (the manifest's spec.tools that the loop can run: fs.*, cmd.run, web.*), their wire names, and runTool(), which
-// sends each call through ToolCatalog.call with origin `inner_loop` and the manifest's security context. There is
-// one implementation of every tool and of the policy checks: the catalog's. A tool error is a result the model
-// sees and can react to, not a failure of the execution.
+// (every tool of the manifest's spec.tools that the node's catalog has: fs.*, cmd.run, web.* and the orch.*
+// management tools alike, as seed 001 offers them to agents), their wire names, and runTool(), which sends each
+// call through ToolCatalog.call with origin `inner_loop` and the manifest's security context. There is one
+// implementation of every tool and of the policy checks: the catalog's. A tool error is a result the model sees and
+// can react to, not a failure of the execution. (Until issue 15 the loop offered only fs.*, cmd.run and web.*, and
+// an orch.* tool in spec.tools was dropped without a word.)
 import type { Principal } from '../../auth/principal.ts';
 import type { NodeConfig } from '../../config/types.ts';
 import { silentLogger } from '../../logging/logger.ts';
 import { createToolCatalog } from '../../tools/catalog.ts';
 import { mapPath } from '../../tools/builtin/fs.ts';
-import { checkCommand as checkCommandInContext, contextFromManifest, globMatch } from '../../tools/policy.ts';
+import { checkCommand as checkCommandInContext, contextFromManifest } from '../../tools/policy.ts';
 import type { ToolCatalog, ToolError } from '../../tools/types.ts';
 import type { LlmToolDef } from '../llm/types.ts';
 import type { AgentManifest } from '../manifest/types.ts';
@@ -58,9 +60,6 @@ export interface ToolContext {
   signal?: AbortSignal;
 }
 
-/** The tools the refinement loop runs itself (others — orch.* — are for SEAL and MCP callers). */
-const LOOP_TOOLS = ['fs.*', 'cmd.run', 'web.*'];
-
 let fallback: ToolCatalog | undefined;
 export function defaultCatalog(): ToolCatalog {
   fallback ??= createToolCatalog({
@@ -75,10 +74,9 @@ export function wireName(tool: string): string {
   return tool.replace(/\./g, '_');
 }
 
-/** The definitions offered to the model: the manifest's tools that this loop can run. */
+/** The definitions offered to the model: the manifest's tools that the node's catalog has. */
 export function toolDefs(manifest: AgentManifest, catalog: ToolCatalog = defaultCatalog()): LlmToolDef[] {
   return manifest.spec.tools
-    .filter((t) => LOOP_TOOLS.some((p) => globMatch(p, t.name)))
     .map((t) => catalog.get(t.name))
     .filter((d) => d !== undefined)
     .map((d) => ({ name: wireName(d.name), description: d.description, parameters: d.inputSchema }));
@@ -102,16 +100,14 @@ export function checkCommand(manifest: AgentManifest, command: string, args: str
 
 function agentPrincipal(ctx: ToolContext): Principal {
   const tenant = ctx.tenantId ?? 'default';
-  return { subject: `agent:${ctx.manifest.metadata.name}`, roles: [], tenantId: tenant, homeTenantId: tenant, isServiceAccount: true, delegated: false };
+  // The same standing as the agent's SEAL session (src/seal/service.ts): no role, its own tenant only.
+  return { subject: `agent:${ctx.agentId ?? ctx.manifest.metadata.name}`, username: `agent:${ctx.manifest.metadata.name}`, roles: [], tenantId: tenant, homeTenantId: tenant, isServiceAccount: false, delegated: false };
 }
 
 export async function runTool(ctx: ToolContext, tool: string, args: Record<string, unknown>): Promise<ToolResult> {
   const catalog = ctx.catalog ?? defaultCatalog();
   const context = contextFromManifest(ctx.manifest);
   if (!ctx.manifest.spec.tools.some((t) => t.name === tool)) return { ok: false, error: { error: 'ToolNotAllowed', message: `${tool} is not in spec.tools` } };
-  if (!LOOP_TOOLS.some((p) => globMatch(p, tool))) {
-    return { ok: false, error: { error: 'ToolNotAvailable', message: `${tool} cannot be called from the refinement loop; call it through SEAL` } };
-  }
   const principal = agentPrincipal(ctx);
   const outcome = await catalog.call(
     {
