@@ -96,6 +96,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     dataDir: s.data_dir ? path.resolve(ctx.baseDir, s.data_dir) : path.resolve(ctx.cwd, DEFAULTS.dataDir),
     log: { level: s.log?.level ?? DEFAULTS.logLevel },
     ...(s.volumes ? { volumes: { ...s.volumes } } : {}),
+    ...(s.retention ? { retention: { ...s.retention } } : {}),
     ...(s.fuse ? { fuse: { ...s.fuse } } : {}),
     ...(s.metrics ? { metrics: { ...s.metrics } } : {}),
   };

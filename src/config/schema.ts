@@ -2,7 +2,7 @@
 // unknown keys so a typo stops start-up instead of being silently ignored; the only free-form maps are a
 // dispatcher's own `config` and string-to-string maps (env, headers). Defaults live in ./defaults.ts, not here,
 // because some depend on the environment (node id, data dir). `x-expect` is a human phrase for pattern errors.
-import type { CortexConfig, LogLevel } from './types.ts';
+import type { CortexConfig, LogLevel, RetentionConfig } from './types.ts';
 
 export const API_VERSION = 'orch.dev/v1';
 export const KIND = 'NodeConfig';
@@ -148,6 +148,12 @@ const spec = obj({
   data_dir: nonEmpty,
   log: obj({ level: { enum: LOG_LEVELS } }),
   volumes: obj({ reaper_interval_seconds: { type: 'number', exclusiveMinimum: 0, maximum: 86400 } }),
+  retention: obj({
+    terminal_runs_hours: { type: 'number', exclusiveMinimum: 0, maximum: 876000 },
+    stimuli_hours: { type: 'number', exclusiveMinimum: 0, maximum: 876000 },
+    interval_seconds: { type: 'number', minimum: 1, maximum: 86400 },
+    batch_size: { type: 'integer', minimum: 1, maximum: 100000 },
+  }),
   fuse: obj({ address: nonEmpty }, ['address']),
   metrics: obj({ allow_remote: { type: 'boolean' } }),
 });
@@ -207,6 +213,7 @@ export interface NodeConfigFileSpec {
   data_dir?: string;
   log?: { level?: LogLevel };
   volumes?: { reaper_interval_seconds?: number };
+  retention?: RetentionConfig;
   fuse?: { address: string };
   metrics?: { allow_remote?: boolean };
 }

@@ -119,9 +119,24 @@ export interface NodeConfig {
   metrics?: { allow_remote?: boolean };
   /** Volumes (docs/VOLUMES.md): how often the reaper removes expired ephemeral volumes (default 60 s). */
   volumes?: { reaper_interval_seconds?: number };
+  /** History kept in the database (docs/RETENTION.md); absent: everything is kept. */
+  retention?: RetentionConfig;
   /**
    * The FUSE daemon (`orch fuse-daemon`, FuseMountService) executions mount their volumes through (docs/FSAL.md
    * "Executions and volumes"). Absent: volumes are bind-mounted from their directories directly.
    */
   fuse?: { address: string };
+}
+
+/**
+ * How long terminal history is kept (docs/RETENTION.md). Each node deletes, every `interval_seconds`, in batches of
+ * `batch_size`: workflow runs and agent executions that ended more than `terminal_runs_hours` ago (with their events,
+ * approvals and journal), stimuli older than `stimuli_hours`, and idempotency keys that have expired. An absent
+ * `*_hours` keeps that kind forever.
+ */
+export interface RetentionConfig {
+  terminal_runs_hours?: number;
+  stimuli_hours?: number;
+  interval_seconds?: number;
+  batch_size?: number;
 }

@@ -45,6 +45,7 @@ import { sandboxUserOf, scratchDirOf, systemStateRuntime, warnIfUnsandboxed } fr
 import type { NodeCredentials } from '../cluster/envelope.ts';
 import { WorkflowStorage } from '../workflow/engine/storage.ts';
 import { VolumeService } from '../volumes/service.ts';
+import { startRetention } from '../storage/retention.ts';
 import { contextFromManifest } from '../tools/policy.ts';
 import { sealHandlers, SEAL_EXEMPT_METHODS } from '../gateway/grpc/seal-handlers.ts';
 import { fsalHandlers } from '../gateway/grpc/fsal-handlers.ts';
@@ -142,6 +143,11 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     const volumes = new VolumeService({ db, dataDir: config.dataDir, nodeId: config.node.id, logger: log });
     const reaper = volumes.startReaper(Math.round((config.volumes?.reaper_interval_seconds ?? 60) * 1000));
     cleanups.push(() => reaper.stop());
+    // Retention (docs/RETENTION.md): only with spec.retention; absent, the history is kept.
+    if (config.retention) {
+      const retention = startRetention(db, config.retention, log);
+      cleanups.push(() => retention.stop());
+    }
     // The workflow registry: one service behind /v1/workflows, the orch.workflow.* registry tools and the engine.
     const workflowDefs = new WorkflowDefinitionService(db, log);
     // Cortex memory (docs/CORTEX.md): only with a `cortex` section in the node config.

@@ -16,6 +16,7 @@ import { PLAIN_SQL, RECOVER_SQL } from '../../src/cluster/membership.ts';
 import { readWorkflow, snapshotExecutions, snapshotWorkflows } from '../../src/gateway/feed/rows.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { LeaseRenewer } from '../../src/storage/lease-renewer.ts';
+import { retentionBatch } from '../../src/storage/retention.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import { fencedUpdate, renewRow } from '../../src/storage/row-lease.ts';
@@ -139,6 +140,10 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await getStimulus(db, TENANT, stim);
   await listStimuli(db, TENANT, { limit: 20, offset: 0 });
 
+  // Retention (spec.retention): one batch of each kind (500 runs of history are old enough).
+  const deleted = await retentionBatch(db, { terminal_runs_hours: 0.5, stimuli_hours: 0.5, batch_size: 500 });
+  t.is(deleted.workflowRuns, 500);
+
   const statements = rec!.statements().filter((s) => /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(s.sql) && LOADED_TABLES.some((tb) => new RegExp(`\\b${tb}\\b`).test(s.sql)));
   // Not vacuous: the hot paths named in the issue are among what was checked.
   for (const [what, re] of [
@@ -152,6 +157,10 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
     ['execution renewals', /UPDATE executions w SET lease_expires_at/],
     ['execution events', /INSERT INTO execution_events/],
     ['stimuli', /INSERT INTO stimulus_keys/],
+    ['retention of runs', /DELETE FROM workflow_events/],
+    ['retention of executions', /DELETE FROM execution_events/],
+    ['retention of stimuli', /DELETE FROM stimuli/],
+    ['retention of keys', /DELETE FROM stimulus_keys/],
   ] as const) {
     t.true(statements.some((s) => re.test(s.sql)), `${what} was recorded`);
   }
