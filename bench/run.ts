@@ -229,7 +229,7 @@ if (what === 'soak') {
   // Issue 23: throughput over time through the public API; not part of `all` (it runs for minutes).
   const i = process.argv.indexOf('--orch-root');
   const orchRoot = i >= 0 ? process.argv[i + 1] : undefined;
-  await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot }, (l) => process.stdout.write(`${l}\n`));
+  await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot, sharedPg: process.argv.includes('--shared-pg') }, (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'observability' || what === 'all') {
   // Issue 9: the cost of tracing on the Db hot path and of rendering /metrics (docs/OBSERVABILITY.md).

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
+import { createTestDatabase } from '../test/support/pg.ts';
 import { startPrivatePg } from './private-pg.ts';
 import { percentile } from './stats.ts';
 import { raceManifest, STEPS } from './workflow-race.ts';
@@ -24,6 +25,9 @@ export interface SoakOptions {
   clients: number;
   preload: number;
   orchRoot?: string | undefined;
+  /** On the shared server (DATABASE_URL or 127.0.0.1:5432, a throwaway database) instead of a private one: as
+   * the issue measured it; no pg_stat_statements there. */
+  sharedPg?: boolean;
 }
 
 export interface SoakMinute {
@@ -106,17 +110,18 @@ function startNode(env: Record<string, string | undefined>, root?: string): Prom
 }
 
 export async function benchSoak(o: SoakOptions, out: (line: string) => void): Promise<SoakMinute[]> {
-  const server = await startPrivatePg();
+  const server = o.sharedPg ? undefined : await startPrivatePg();
+  const shared = o.sharedPg ? await createTestDatabase() : undefined;
+  const url = shared ? shared.url : await server!.createDatabase('soak');
+  const dbName = new URL(url).pathname.slice(1);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-soak-'));
   const minutes: SoakMinute[] = [];
   let node: NodeProcess | undefined;
-  const c = new pg.Client({ connectionString: await server.createDatabase('soak') });
+  const c = new pg.Client({ connectionString: url });
   try {
     await c.connect();
-    node = await startNode(
-      { DATABASE_URL: `postgres://postgres@127.0.0.1:${server.port}/soak`, REDIS_URL: undefined, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_LOG_LEVEL: 'warn' },
-      o.orchRoot,
-    );
+    out(`soak: ${o.clients} clients, ${o.minutes} min, preload ${o.preload}, ${shared ? 'shared PostgreSQL' : 'private PostgreSQL'}, node ${o.orchRoot ?? 'this checkout'}`);
+    node = await startNode({ DATABASE_URL: url, REDIS_URL: undefined, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_LOG_LEVEL: 'warn' }, o.orchRoot);
     const base = node.banner.http;
     const token = node.banner.dev_token ?? '';
     const deploy = await fetch(`${base}/v1/workflows?force=true`, {
@@ -127,7 +132,7 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     if (deploy.status !== 201) throw new Error(`deploy answered ${deploy.status} ${await deploy.text()}`);
     await oneRun(base, token);
     if (o.preload > 0) await preload(c, o.preload, out);
-    await c.query('SELECT pg_stat_statements_reset()');
+    if (server) await c.query('SELECT pg_stat_statements_reset()');
     await c.query('SELECT pg_stat_reset()');
     const done: { at: number; ms: number }[] = [];
     const errors: string[] = [];
@@ -178,10 +183,11 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     const two = minutes[1]?.perSecond ?? 0;
     const last = minutes[minutes.length - 1]?.perSecond ?? 0;
     if (two > 0) out(`last minute / minute two: ${((100 * last) / two).toFixed(0)}% (target >= 90%)`);
-    const stmts = await c.query<{ calls: string; total_ms: number; mean_ms: number; rows: string; query: string }>(
+    const stmts = !server ? { rows: [] } : await c.query<{ calls: string; total_ms: number; mean_ms: number; rows: string; query: string }>(
       `SELECT calls::TEXT, round(total_exec_time::NUMERIC, 0)::FLOAT8 AS total_ms, round(mean_exec_time::NUMERIC, 3)::FLOAT8 AS mean_ms, rows::TEXT,
          regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query
-       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'soak') ORDER BY total_exec_time DESC LIMIT 12`,
+       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY total_exec_time DESC LIMIT 12`,
+      [dbName],
     );
     out('| statement (first 110 characters) | calls | total ms | mean ms | rows |');
     out('|---|---|---|---|---|');
@@ -200,7 +206,8 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
   } finally {
     await c.end().catch(() => undefined);
     if (node) await node.kill('SIGTERM');
-    await server.close();
+    await server?.close();
+    await shared?.drop();
     await rm(dir, { recursive: true, force: true });
     await writeFile(path.join(os.tmpdir(), 'orch-soak-last.json'), JSON.stringify(minutes)).catch(() => undefined);
   }
