@@ -2,7 +2,7 @@
 // forms (PEM and base64 raw), signature verification over exactly the payload bytes, and the JSON-RPC 2.0 shapes
 // of a tools/call request and its answers. Pure functions; no I/O.
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { verifyEd25519 } from '../util/ed25519.ts';
+import { isValidEd25519PublicKey, verifyEd25519 } from '../util/ed25519.ts';
 
 export const SEAL_PROTOCOL = 'seal/v1';
 /** An envelope older than this, or this far in the future, is refused. */
@@ -154,12 +154,19 @@ export function parsePublicKey(input: string): Buffer {
     }
     if (key.asymmetricKeyType !== 'ed25519') throw new EnvelopeError('public key is not an Ed25519 key');
     const jwk = key.export({ format: 'jwk' });
-    return Buffer.from(String(jwk.x), 'base64url');
+    return checkedKey(Buffer.from(String(jwk.x), 'base64url'));
   }
   const raw = decodeBase64(s, 'public key');
   if (raw.length !== 32) throw new EnvelopeError('public key must be 32 bytes of Ed25519 (base64) or a PEM');
-  // An encoding that is not a point on the curve is refused here rather than at the first invoke.
-  keyObject(raw);
+  return checkedKey(raw);
+}
+
+/**
+ * An encoding that is not a point on the curve, or a small-order point (the all-zero key is one: issue 14), is refused
+ * at attestation rather than registered: no private key stands behind such a key.
+ */
+function checkedKey(raw: Buffer): Buffer {
+  if (!isValidEd25519PublicKey(raw)) throw new EnvelopeError('public key is not a valid Ed25519 key (not a curve point, or of small order)');
   return raw;
 }
 

@@ -6,7 +6,7 @@
 // payload bytes (401) → timestamp ±30 s (401) → execution still running (403) and signature not seen before
 // (401), in one statement → JSON-RPC request (400 / 422) → ToolCatalog.call: arguments (422), policy (403),
 // handler (200, isError for a tool-level failure). Anything unexpected is 500/-32603; nothing throws out.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { exportJWK, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK } from 'jose';
 import type { AgentManifest } from '../agents/manifest/types.ts';
@@ -158,6 +158,26 @@ function answer(httpStatus: InvokeResult['httpStatus'], body: JsonRpcResponse): 
 const fail = (httpStatus: InvokeResult['httpStatus'], id: JsonRpcId, code: number, message: string): InvokeResult =>
   answer(httpStatus, rpcError(id, code, message));
 
+/**
+ * Whether `given` proves the caller runs in the execution's sandbox. With an attestation secret recorded (process
+ * isolation) it must be `<container_id>:<secret>` whose secret hashes to the record (compared in constant time); a
+ * `process-` id without a record proves nothing (it is `process-<execution_id>`). Otherwise (docker) the engine's
+ * container id itself.
+ */
+function containerProofHolds(row: { container_id: string | null; attestation_secret_sha256?: string | null }, given: string): boolean {
+  const id = row.container_id;
+  if (!id) return false;
+  const recorded = row.attestation_secret_sha256;
+  if (recorded) {
+    if (!given.startsWith(`${id}:`)) return false;
+    const digest = createHash('sha256').update(given.slice(id.length + 1), 'utf8').digest();
+    const expected = Buffer.from(recorded, 'hex');
+    return expected.length === digest.length && timingSafeEqual(digest, expected);
+  }
+  if (id.startsWith('process-')) return false;
+  return given === id;
+}
+
 export class SealService {
   private signingKey?: Promise<{ privateKey: CryptoKey; publicKey: CryptoKey }>;
   private readonly tokens = new Map<string, TokenClaims>();
@@ -233,7 +253,7 @@ export class SealService {
     const refuse = (why: string) => new OrchError(Errors.FORBIDDEN, `attestation refused: ${why}`);
     if (!row || row.agent_id !== r.agent_id) throw refuse('no such execution for this agent');
     if (isTerminal(row.status)) throw refuse(`execution is ${row.status}`);
-    if (!row.container_id || row.container_id !== r.container_id) throw refuse('container_id does not belong to the execution');
+    if (!containerProofHolds(row, r.container_id)) throw refuse('container_id does not belong to the execution');
     const context = this.contextFor(row.manifest);
     const lifetime = row.manifest.spec.security?.resources?.timeout;
     const seconds = typeof lifetime === 'number' && lifetime > 0 ? lifetime : DEFAULT_LIFETIME_S;

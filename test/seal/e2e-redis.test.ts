@@ -12,7 +12,7 @@ import { eventually } from '../support/node-process.ts';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.ts';
 import { attestHttp, buildEnvelope, generateKeyPair, invokeHttp, type SealKeyPair } from '../../src/seal/client.ts';
 import { REPLAY_KEY_PREFIX } from '../../src/seal/replay.ts';
-import { startSealNode } from './node-stack.ts';
+import { sandboxContainerId, startSealNode } from './node-stack.ts';
 
 const REDIS = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -59,7 +59,8 @@ test('Redis replay record and bus liveness on a real node', async (t) => {
     return r.body.status === 'running' && r.body.container_id ? r.body : undefined;
   }, 30_000, 'the execution to run');
   const keys: SealKeyPair = generateKeyPair();
-  const att = await attestHttp(s.http, keys, { agentId: dep.body.agent_id, executionId, containerId: detail.container_id! });
+  t.is(detail.container_id, `process-${executionId}`);
+  const att = await attestHttp(s.http, keys, { agentId: dep.body.agent_id, executionId, containerId: await sandboxContainerId(executionId) });
   const env = (name: string, args: Record<string, unknown>) => buildEnvelope(name, args, { securityToken: att.security_token, privateKey: keys.privateKey });
 
   const e = env('cmd.run', { command: 'echo', args: ['over redis'] });

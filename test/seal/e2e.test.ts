@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { api, stepOf, type Started } from '../agents/execution-scenarios.ts';
 import { eventually } from '../support/node-process.ts';
-import { startSealNode } from './node-stack.ts';
+import { sandboxContainerId, startSealNode } from './node-stack.ts';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.ts';
 import { attestHttp, buildEnvelope, generateKeyPair, invokeHttp, SealGrpcClient, type SealKeyPair } from '../../src/seal/client.ts';
 import type { JsonRpcResponse } from '../../src/seal/envelope.ts';
@@ -68,7 +68,8 @@ async function startRunning(): Promise<Running> {
     const r = await api<{ status: string; container_id: string | null }>(s, 'GET', `/v1/executions/${id}`);
     return r.body.status === 'running' && r.body.container_id ? r.body : undefined;
   }, 30_000, 'the execution to run with a container id');
-  return { executionId: id, agentId, containerId: d.container_id! };
+  if (d.container_id !== `process-${id}`) throw new Error(`unexpected container id ${d.container_id}`);
+  return { executionId: id, agentId, containerId: await sandboxContainerId(id) };
 }
 
 test.before(async () => {
@@ -107,9 +108,16 @@ async function ok(name: string, args: Record<string, unknown>, route = '/v1/seal
 
 const workspace = () => path.join(dir, 'data', 'volumes', a.executionId, 'workspace');
 
-test.serial('attestation: the execution detail shows the container id; a wrong container id is refused', async (t) => {
-  t.regex(a.containerId, /^process-/);
+test.serial('attestation: the sandbox holds its proof; the ids alone, a wrong container id and a zero key are refused', async (t) => {
+  t.true(a.containerId.startsWith(`process-${a.executionId}:`), 'ORCH_SEAL_CONTAINER_ID is the id plus a secret');
   await t.throwsAsync(attestHttp(s.http, generateKeyPair(), { ...a, containerId: 'process-someone-else' }), { message: /403/ });
+  // Issue 14: `process-<execution_id>` (what GET /v1/executions shows, and anyone can derive) proved the sandbox.
+  await t.throwsAsync(attestHttp(s.http, generateKeyPair(), { ...a, containerId: `process-${a.executionId}` }), { message: /403/ });
+  // And an all-zero (small-order) key was registered.
+  await t.throwsAsync(attestHttp(s.http, { publicKey: new Uint8Array(32), privateKey: new Uint8Array(32) }, a), { message: /400.*not a valid Ed25519 key/ });
+  // The secret is in no log line of the node.
+  const secret = a.containerId.slice(`process-${a.executionId}:`.length);
+  t.false(s.node.stderr().includes(secret), 'the attestation secret is never logged');
 });
 
 withCatalog('fs tools and orch.tools.list over HTTP', async (t) => {

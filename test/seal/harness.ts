@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { insertExecution } from '../../src/agents/execution/repo.ts';
+import { attestationProof } from '../../src/agents/execution/sandbox.ts';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { generateKeyPair, publicKeyBase64, type SealKeyPair } from '../../src/seal/client.ts';
@@ -80,7 +81,7 @@ export interface Fixture {
   containerId: string;
   keys: SealKeyPair;
   token: string;
-  /** A second running execution of another agent. */
+  /** A second running execution of another agent; `containerId` is the proof its sandbox would send (id:secret). */
   newExecution(): Promise<{ executionId: string; agentId: string; containerId: string }>;
   setStatus(executionId: string, status: string): Promise<void>;
   close(): Promise<void>;
@@ -103,9 +104,10 @@ export async function fixture(o: { catalog?: ToolCatalog; deps?: Partial<SealDep
       ownerNode: 'nobody',
       leaseMs: 1000,
     });
-    const containerId = `process-${executionId}`;
-    await db.query(`UPDATE executions SET status = 'running', container_id = $2 WHERE id = $1`, [executionId, containerId]);
-    return { executionId, agentId, containerId };
+    // As the execution loop records a process sandbox: its id, and the hash of the secret handed into it.
+    const proof = attestationProof(`process-${executionId}`);
+    await db.query(`UPDATE executions SET status = 'running', container_id = $2, attestation_secret_sha256 = $3 WHERE id = $1`, [executionId, `process-${executionId}`, proof.sha256]);
+    return { executionId, agentId, containerId: proof.containerId };
   };
   const first = await newExecution();
   const seal = new SealService({ db, dataDir: dir, catalog: o.catalog ?? smallCatalog(), logger: silentLogger(), ...o.deps });

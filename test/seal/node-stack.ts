@@ -1,10 +1,10 @@
 // An `orch up` node for the SEAL end-to-end tests: process isolation, the scripted LLM, the cmd dispatcher's
 // timeout ceiling, and optionally Redis (then the SEAL replay record is a Redis SET NX and liveness comes from the
 // Redis bus).
-import { writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Started } from '../agents/execution-scenarios.ts';
-import { startOrchNode } from '../support/node-process.ts';
+import { eventually, startOrchNode } from '../support/node-process.ts';
 import type { ScriptedLlm } from '../support/scripted-llm.ts';
 
 export async function startSealNode(o: { dir: string; llm: ScriptedLlm; ceilingSecs: number; redisUrl?: string; cleanups: (() => unknown)[] }): Promise<Started> {
@@ -28,4 +28,23 @@ spec:
   const node = await startOrchNode(nodeEnv);
   o.cleanups.push(() => node.child.kill('SIGKILL'));
   return { node, llm: o.llm, token: node.banner.dev_token ?? '', http: node.banner.http, configFile, nodeEnv };
+}
+
+/**
+ * The container_id a process sandbox's agent code would send to AttestAgent: ORCH_SEAL_CONTAINER_ID from the sandbox's
+ * own environment (the test stands in for code inside the sandbox; it reads /proc as root on the host). Under process
+ * isolation the id shown by GET /v1/executions is not enough (docs/SEAL.md §1).
+ */
+export async function sandboxContainerId(executionId: string): Promise<string> {
+  return eventually(async () => {
+    for (const pid of await readdir('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+      const vars = environ.split('\0');
+      if (!vars.includes(`ORCH_EXECUTION_ID=${executionId}`)) continue;
+      const proof = vars.find((v) => v.startsWith('ORCH_SEAL_CONTAINER_ID='));
+      if (proof) return proof.slice('ORCH_SEAL_CONTAINER_ID='.length);
+    }
+    return undefined;
+  }, 60_000, `the sandbox of ${executionId} with ORCH_SEAL_CONTAINER_ID`);
 }

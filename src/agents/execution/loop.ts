@@ -265,7 +265,7 @@ export class ExecutionLoop {
       const sandboxId = sandbox.handle.id;
       this.unregisterCommands = this.deps.sandboxCommands.register(this.id, (req) => rt.exec!(sandboxId, req));
     }
-    await fencedUpdate(this.deps.db, this.fence, 'container_id = $1, updated_at = now()', [sandbox.handle.id]);
+    await fencedUpdate(this.deps.db, this.fence, 'container_id = $1, attestation_secret_sha256 = $2, updated_at = now()', [sandbox.handle.id, sandbox.attestationSecretSha256 ?? null]);
     this.toolCtx = {
       manifest: this.m,
       mounts,

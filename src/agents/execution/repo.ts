@@ -27,6 +27,8 @@ export interface ExecutionRow {
   final_output: string | null;
   reason: string | null;
   container_id: string | null;
+  /** SHA-256 (hex) of the attestation secret in a process sandbox's environment (migration 040); never shown. */
+  attestation_secret_sha256?: string | null;
   cancel_requested: boolean;
   prompt_tokens: number;
   completion_tokens: number;

@@ -1,5 +1,6 @@
 // The sandbox of one execution incarnation: its volumes (host directories that outlive the sandbox, so a resumed
 // execution finds its files), the run directory holding the gateway socket, and the container or process itself.
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,18 @@ export const SANDBOX_BOOTSTRAP = '/orch/bin/bootstrap.mjs';
 export const SANDBOX_RUN_DIR = '/orch/run';
 export const WORKSPACE = '/workspace';
 export const EXECUTION_LABEL = 'orch.execution_id';
+/** The container_id an agent sends to AttestAgent, handed into a process-isolated sandbox (docs/SEAL.md §1). */
+export const SEAL_CONTAINER_ID_ENV = 'ORCH_SEAL_CONTAINER_ID';
+
+/**
+ * The attestation proof of a process-isolated sandbox: its id is `process-<execution_id>`, derivable by anyone who
+ * knows the execution id, so a random secret goes with it into the sandbox's environment and only the secret's SHA-256
+ * is kept (executions.attestation_secret_sha256). Never logged; a new one per sandbox incarnation.
+ */
+export function attestationProof(containerId: string): { containerId: string; sha256: string } {
+  const secret = randomBytes(32).toString('base64url');
+  return { containerId: `${containerId}:${secret}`, sha256: createHash('sha256').update(secret, 'utf8').digest('hex') };
+}
 
 export function volumeRoot(dataDir: string, executionId: string): string {
   return path.join(dataDir, 'volumes', executionId);
@@ -38,6 +51,8 @@ export interface Sandbox {
   handle: SandboxHandle;
   gateway: SocketGateway;
   runtime: ContainerRuntime;
+  /** SHA-256 (hex) of the attestation secret handed into the sandbox (process isolation); undefined for docker. */
+  attestationSecretSha256?: string;
   stop(): Promise<void>;
 }
 
@@ -67,6 +82,8 @@ export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
     { hostPath: runDir, sandboxPath: SANDBOX_RUN_DIR, readOnly: false },
     ...o.mounts.map((x) => ({ hostPath: x.hostPath, sandboxPath: x.sandboxPath, readOnly: x.readOnly })),
   ];
+  // Process isolation: the id is predictable, so the proof is the id plus a secret only the sandbox sees.
+  const proof = o.runtime.kind === 'process' ? attestationProof(`process-${o.executionId}`) : undefined;
   try {
     const handle = await o.runtime.start({
       executionId: o.executionId,
@@ -80,6 +97,7 @@ export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
         ORCH_EXECUTION_ID: o.executionId,
         ORCH_MODEL_ALIAS: m.spec.runtime.model,
         ORCH_ORCHESTRATOR_URL: `unix:${SANDBOX_RUN_DIR}/gateway.sock`,
+        ...(proof ? { [SEAL_CONTAINER_ID_ENV]: proof.containerId } : {}),
         HOME: WORKSPACE,
       },
       mounts,
@@ -90,10 +108,12 @@ export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
       labels: { [EXECUTION_LABEL]: o.executionId, 'orch.agent_id': o.agentId, 'orch.node_id': o.nodeId },
     });
     let stopped = false;
+    if (proof && !proof.containerId.startsWith(`${handle.id}:`)) o.logger.warn({ container_id: handle.id }, 'the process sandbox id is not process-<execution_id>: SEAL attestation will fail');
     return {
       handle,
       gateway,
       runtime: o.runtime,
+      ...(proof ? { attestationSecretSha256: proof.sha256 } : {}),
       stop: async () => {
         if (stopped) return;
         stopped = true;
