@@ -1,7 +1,7 @@
 // The HTTP server: fastify with our logger, request ids, bearer auth on /v1, JSON errors and the routes of each
 // capability. Capability modules own the logic; this file only wires transports to them.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Authenticator } from '../../auth/principal.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
@@ -88,7 +88,9 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    disableRequestLogging: true,
+    // Our own onResponse hook logs each request (below). Through the log controller: the top-level
+    // disableRequestLogging option prints FastifyDeprecation FSTDEP023 on every start (issue 15).
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     bodyLimit: 8 * 1024 * 1024,
   });
