@@ -221,7 +221,7 @@ export class ProcessRuntime implements ContainerRuntime {
       args.push('--ro-bind', nodeDir, nodeDir);
     }
     for (const f of [
-      '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/ssl/certs',
+      '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/ssl/certs', '/etc/ssl/openssl.cnf',
       '/etc/ca-certificates', '/etc/pki/tls/certs', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/passwd',
       '/etc/group', '/etc/localtime',
     ]) {
