@@ -329,3 +329,15 @@ test('bwrap run() with spec.user: a real unprivileged uid, no capability, no_new
   t.is(slow.exit_code, 124);
   t.true(slow.duration_ms < 60_000);
 });
+
+test('bwrap: the kernel\'s global knobs are read-only and no capability is left, for agents (root mapped) and spec.user', async (t) => {
+  if (!needBwrap(t)) return;
+  // Writes back the value already there, so that nothing changes even on a node without the fix; a host with a
+  // writable /proc/sys would accept it from a sandbox that is host uid 0 (core_pattern runs a program as root).
+  const probe = 'v=$(cat /proc/sys/kernel/core_pattern); if (printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern) 2>/dev/null; then echo writable; else echo refused; fi; ' +
+    'mount -o remount,rw /proc/sys 2>/dev/null && echo remounted; grep CapEff /proc/self/status';
+  for (const user of [undefined, { uid: 65534, gid: 65534 }]) {
+    const r = await bw.run(spec({ command: ['/bin/sh', '-c', probe], ...(user ? { user } : {}) }), { timeoutMs: 60_000, maxOutputBytes: 4096 });
+    t.is(r.stdout, 'refused\nCapEff:\t0000000000000000\n', `${user ? 'spec.user' : 'agent'}: ${r.stderr}`);
+  }
+});

@@ -227,7 +227,12 @@ export class ProcessRuntime implements ContainerRuntime {
     ]) {
       args.push('--ro-bind-try', f, f);
     }
-    args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+    // The kernel's global knobs read-only (as Docker does): a process that is uid 0 on the host — an agent sandbox
+    // of a root orchestrator is root mapped into a user namespace — passes the owner check of /proc/sys files
+    // without any capability, and /proc/sys/kernel/core_pattern would run a program as host root.
+    args.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys');
+    for (const p of ['/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/fs']) args.push('--ro-bind-try', p, p);
+    args.push('--dev', '/dev', '--tmpfs', '/tmp');
     return args;
   }
 
@@ -248,7 +253,8 @@ export class ProcessRuntime implements ContainerRuntime {
       args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--new-session');
       if (!spec.network) args.push('--unshare-net');
     } else {
-      args.push('--unshare-all');
+      // No capability even inside the user namespace: nothing may remount the read-only binds above.
+      args.push('--unshare-all', '--cap-drop', 'ALL');
       if (spec.network) args.push('--share-net');
     }
     args.push('--die-with-parent');
