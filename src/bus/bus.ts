@@ -42,5 +42,7 @@ export interface EventBus {
    * arrives: no history, no ordering or exactly-once repair (list views that re-read the row on each event).
    */
   subscribePrefix(prefix: string, onEvent: (event: BusEvent) => void): Promise<Subscription>;
+  /** False while the bus cannot reach its server (readiness); a bus with no server leaves it out. */
+  isConnected?(): boolean;
   close(): Promise<void>;
 }

@@ -27,7 +27,11 @@ export class MemoryBus implements EventBus {
   async subscribePrefix(prefix: string, onEvent: (event: BusEvent) => void): Promise<Subscription> {
     const entry = { prefix, onEvent };
     this.prefixed.add(entry);
-    return { close: async () => void this.prefixed.delete(entry) };
+    return {
+      close: async () => {
+        this.prefixed.delete(entry);
+      },
+    };
   }
 
   async subscribe(stream: string, onEvent: (event: BusEvent) => void, options: SubscribeOptions = {}): Promise<Subscription> {

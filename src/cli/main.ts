@@ -47,7 +47,13 @@ program
     const config = loadConfig(opts.config, opts.role);
     const logger = createLogger({ level: config.log.level, destination: 2 });
     // Loaded here, not at the top: the client commands must not pay for loading the whole node (seconds of CPU).
-    const [{ startNode }, { startTelemetry, telemetryOptionsFromEnv }] = await Promise.all([import('../node/node.ts'), import('../observability/setup.ts')]);
+    const [{ startNode }, { startTelemetry, telemetryOptionsFromEnv }, { installProcessGuard }] = await Promise.all([
+      import('../node/node.ts'),
+      import('../observability/setup.ts'),
+      import('../node/process-guard.ts'),
+    ]);
+    // An unhandled rejection or a dependency's stray 'error' event is logged and counted, not fatal (issue 20).
+    installProcessGuard(logger);
     // OpenTelemetry traces over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set.
     const otel = telemetryOptionsFromEnv(process.env, config.node.id);
     const telemetry = otel ? startTelemetry(otel) : undefined;
@@ -102,6 +108,7 @@ program
     };
     for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
     // A worker told to shut down by its controller (ShutdownCommand) has deregistered; stop the process the same way.
+    // never-rejects: shutdownRequested is only ever resolved.
     void node.shutdownRequested.then((reason) => stop(`shutdown command (${reason})`));
   });
 

@@ -25,6 +25,8 @@ import { NodeClusterClient, type CallCredentials } from './client.ts';
 import { ExecutionRouter, requirementsOf, type RouteDecision } from './routing.ts';
 import { Errors, OrchError, isOrchError } from '../errors/catalog.ts';
 import { handOverForResume, journalSummary, lastLostWorker, MAX_RESUMES, takeBackForResume, volumesStoredOn, type ResumePolicy } from './resume.ts';
+import { isOutage } from '../errors/outage.ts';
+import { backoffDelay } from '../util/backoff.ts';
 
 export const WORKER_LOST = 'worker_lost';
 
@@ -325,18 +327,38 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
       this.stream = stream;
       let ended = false;
       // Only the current stream speaks: one this actor dropped (its worker was lost) ends with CANCELLED, not news.
+      // never-rejects: relay() catches its reads and publishes.
       stream.on('data', () => void this.relay());
       stream.on('error', (err: ServiceError) => {
         if (ended || this.stream !== stream) return;
         ended = true;
-        void this.broken(worker, err, attempt);
+        this.judgeBroken(worker, err, attempt);
       });
       stream.on('end', () => {
         if (ended || this.stream !== stream) return;
         ended = true;
-        void this.relay().then(() => this.afterEnd(worker));
+        void this.relay()
+          .then(() => this.afterEnd(worker))
+          .catch((e: unknown) => this.judgeBroken(worker, e as ServiceError, attempt));
       });
-    })().catch((err: unknown) => void this.broken(worker, err as ServiceError, attempt));
+    })().catch((err: unknown) => this.judgeBroken(worker, err as ServiceError, attempt));
+  }
+
+  /**
+   * `broken` reads the execution's row: while the database is down that fails, and is tried again after a backoff
+   * (issue 20) instead of becoming an unhandled rejection; the stream's fate is judged once the database answers.
+   */
+  private judgeBroken(worker: { nodeId: string; grpcAddress: string }, err: ServiceError, attempt: number, failures = 0): void {
+    this.broken(worker, err, attempt).catch((e: unknown) => {
+      if (this.stopped) return;
+      if (!isOutage(e)) {
+        this.log.error({ err: e, worker: worker.nodeId }, 'judging a broken forward stream failed');
+        return;
+      }
+      const delay = backoffDelay(failures + 1);
+      this.log.warn({ err: e, worker: worker.nodeId, delayMs: delay }, 'database unavailable while judging a broken forward stream; retrying');
+      setTimeout(() => this.judgeBroken(worker, err, attempt, failures + 1), delay).unref();
+    });
   }
 
   /** Publishes what the worker has persisted since the last relay, in order. */

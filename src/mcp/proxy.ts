@@ -43,7 +43,7 @@ export async function runProxy(target: ProxyTarget, downstream: Transport): Prom
     done = resolve;
   });
   server.server.onclose = () => {
-    void upstream.close().finally(done);
+    void upstream.close().catch(() => undefined).finally(done);
   };
   await server.connect(downstream);
   return { closed };

@@ -18,6 +18,7 @@
 // (the four cluster instruments are read from cluster_nodes at scrape time: node-metrics.ts)
 //   orch_ws_subscribers                                                                        gauge, live-feed subscriptions
 //   orch_event_bus_lag_seconds                                 {bus}                           histogram, record → delivery
+//   orch_unhandled_errors_total                                {kind, outage}                 process guard (src/node/process-guard.ts)
 import { metrics, type BatchObservableCallback, type Counter, type ObservableCounter, type Histogram, type Meter, type ObservableGauge, type ObservableResult } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
@@ -46,6 +47,8 @@ export class OrchMetrics {
   readonly heartbeatAge: ObservableGauge;
   readonly wsSubscribers: ObservableGauge;
   readonly busLag: Histogram;
+  /** Unhandled rejections and uncaught exceptions the process guard caught; kind: rejection|exception. */
+  readonly unhandledErrors: Counter;
   readonly clusterNodes: ObservableGauge;
   readonly clusterNodeUp: ObservableGauge;
 
@@ -78,6 +81,7 @@ export class OrchMetrics {
       for (const count of this.wsSources) n += count();
       result.observe(n);
     });
+    this.unhandledErrors = counter('orch_unhandled_errors', 'Unhandled promise rejections and uncaught exceptions caught by the process guard');
     this.busLag = seconds('orch_event_bus_lag_seconds', 'Time from an event being recorded to its live delivery to a subscriber', LAG_BUCKETS);
     this.clusterNodes = meter.createObservableGauge('orch_cluster_nodes', { description: 'Cluster nodes by status' });
     this.clusterNodeUp = meter.createObservableGauge('orch_cluster_node_up', { description: '1 for each cluster node, labelled with its role and status' });

@@ -604,6 +604,7 @@ export class VolumeService {
     };
     const tick = (): void => {
       if (stopped) return;
+      // never-rejects: pass() catches and logs every failure of a reaper pass.
       void pass().finally(() => {
         if (!stopped) timer = setTimeout(tick, intervalMs).unref();
       });

@@ -282,6 +282,7 @@ export class FeedHub {
       } while (state.again && !this.closed);
       this.inflight.delete(key);
     };
+    // never-rejects: loop() catches every read failure and logs it.
     void loop();
   }
 

@@ -42,12 +42,12 @@ export function executionHandlers(executions: ExecutionService, logger: Logger):
           if (ExecutionService.isTerminalEvent(e)) {
             closed = true;
             call.end();
-            void sub?.close();
+            void sub?.close().catch(() => undefined);
           }
         });
         call.on('cancelled', () => {
           closed = true;
-          void sub.close();
+          void sub.close().catch(() => undefined);
         });
         if (closed) await sub.close();
       })().catch((err: unknown) => {

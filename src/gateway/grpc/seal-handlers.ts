@@ -48,7 +48,7 @@ export function sealHandlers(seal: SealService, logger: Logger): Partial<OrchRun
         metadata.set(RESULT_METADATA_KEY, bytes);
         const message = 'error' in res.body ? res.body.error.message : 'refused';
         callback(Object.assign(new Error(message), { code: res.grpcStatus, details: message, metadata }));
-      });
+      }, (err: unknown) => callback(toGrpcError(err)));
     },
   };
 }

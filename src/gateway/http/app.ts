@@ -106,7 +106,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   });
   installErrorHandling(app);
   installAuth(app, deps.authenticator);
-  registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown });
+  registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown, ...(deps.bus ? { bus: deps.bus } : {}) });
   registerMetricsRoute(app, { allowRemote: deps.metricsAllowRemote === true });
   registerIdentityRoutes(app);
   registerClusterRoutes(app, deps.cluster);

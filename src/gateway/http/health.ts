@@ -1,11 +1,16 @@
 // GET /health (seed 000: no auth, {"status":"ok"}), /health/live and /health/ready (ready only while the database
-// answers and the node is not shutting down).
+// answers, Redis is connected when the node uses it, and the node is not shutting down). Readiness turns false
+// during a dependency outage and true again once it is over, with no restart (issue 20).
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../storage/db.ts';
+import type { EventBus } from '../../bus/bus.ts';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../../errors/outage.ts';
 
 export interface HealthDeps {
   db: Db;
   isShuttingDown: () => boolean;
+  /** The node's event bus: a Redis bus reports whether it is connected. */
+  bus?: EventBus;
 }
 
 export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): void {
@@ -19,7 +24,10 @@ export function registerHealthRoutes(app: FastifyInstance, deps: HealthDeps): vo
     } catch {
       dbUp = false;
     }
-    if (!dbUp) return reply.status(503).send({ status: 'unavailable', error: 'database not reachable' });
+    if (!dbUp) return reply.status(503).header('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS)).send({ status: 'unavailable', error: 'database not reachable' });
+    if (deps.bus?.isConnected && !deps.bus.isConnected()) {
+      return reply.status(503).header('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS)).send({ status: 'unavailable', error: 'redis not reachable' });
+    }
     return { status: 'ready', database: deps.db.kind };
   });
 }

@@ -146,8 +146,8 @@ export async function registerWsFeed(app: FastifyInstance, o: WsFeedOptions): Pr
       };
       (m ? o.executions!.follow(p.tenantId, m[1]!, onEvent, fromSeq) : o.workflows!.follow(p.tenantId, w![1]!, onEvent, fromSeq))
         .then((sub) => {
-          if (cancelled || closed || dropped) return void sub.close();
-          subs.set(target, { close: () => void sub.close() });
+          if (cancelled || closed || dropped) return void sub.close().catch(() => undefined);
+          subs.set(target, { close: () => void sub.close().catch(() => undefined) });
           send({ subscribed: target });
         })
         .catch((err: unknown) => {

@@ -274,10 +274,15 @@ export class StartWriter {
       }
       this.queue = rest;
       this.inFlight++;
-      void this.flush(batch).finally(() => {
-        this.inFlight--;
-        this.schedule();
-      });
+      void this.flush(batch)
+        // A flush settles every start of its batch; should it throw past that, the starts fail instead of hanging.
+        .catch((err: unknown) => {
+          for (const p of batch) p.reject(err);
+        })
+        .finally(() => {
+          this.inFlight--;
+          this.schedule();
+        });
     }
   }
 
