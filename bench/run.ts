@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|observability|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|hot-updates|observability|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,6 +16,7 @@ import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchSoak } from './soak.ts';
+import { benchHotUpdates } from './hot-updates.ts';
 import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
 import { benchHeartbeatHandler } from './heartbeat-handler.ts';
@@ -230,6 +231,10 @@ if (what === 'soak') {
   const i = process.argv.indexOf('--orch-root');
   const orchRoot = i >= 0 ? process.argv[i + 1] : undefined;
   await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot, sharedPg: process.argv.includes('--shared-pg') }, (l) => process.stdout.write(`${l}\n`));
+}
+if (what === 'hot-updates') {
+  // Issue 23: the HOT share of updates with and without 022's fillfactor.
+  await benchHotUpdates(arg('rows', 5000), arg('rounds', 20), (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'observability' || what === 'all') {
   // Issue 9: the cost of tracing on the Db hot path and of rendering /metrics (docs/OBSERVABILITY.md).
