@@ -8,8 +8,8 @@
 import test from 'ava';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
-import { claimLeasedRow, recoverableRowKeys } from '../../src/actors/leased-row/table.ts';
-import { markUnhealthyIfOverdue, overduePeers, recoverableNodeIds, releaseDeregistered, renewOwnedClaims } from '../../src/actors/node-peer/repo.ts';
+import { claimLeasedRow, lapsedRowKeys, recoverableRowKeys } from '../../src/actors/leased-row/table.ts';
+import { markUnhealthyIfOverdue, overduePeers, recoverableNodeIds, releaseDeregistered, renewOwnedClaims, watchableNodes } from '../../src/actors/node-peer/repo.ts';
 import { appendExecutionEvent, readExecutionEvents } from '../../src/agents/execution/events.ts';
 import { EXECUTIONS_TABLE, getTenantExecution, insertExecution } from '../../src/agents/execution/repo.ts';
 import { PLAIN_SQL, RECOVER_SQL } from '../../src/cluster/membership.ts';
@@ -21,7 +21,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import { fencedUpdate, renewRow } from '../../src/storage/row-lease.ts';
 import { recoverableApprovalIds } from '../../src/workflow/approvals/repo.ts';
-import { recoverableWorkflowIds } from '../../src/workflow/engine/repo.ts';
+import { recoverableWorkflowIds, WORKFLOW_EXECUTIONS_TABLE } from '../../src/workflow/engine/repo.ts';
 import { getStimulus, insertStimulus, keyHolder, listStimuli, recordOutcome } from '../../src/stimuli/repo.ts';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
 import { loadHistory, LOADED_TABLES } from '../support/history-load.ts';
@@ -91,6 +91,9 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   // The sweep a node runs every third of the lease (capability.ts startSweeper): runs and approval timers to recover.
   await recoverableWorkflowIds(db, 'node-a');
   await recoverableApprovalIds(db, 'node-a');
+  // The lapsed-lease sweep (every sixth of the lease, at most 2 s): a worker's own rows, a hybrid's non-workers' rows.
+  await lapsedRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, 'node-a', 'own', [waiting]);
+  await lapsedRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, 'node-a', 'non-workers', [waiting]);
   await snapshotWorkflows(db, TENANT, 50);
   await readWorkflow(db, ids[0]!);
 
@@ -131,6 +134,7 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await releaseDeregistered(db, OTHER_NODE);
   await markUnhealthyIfOverdue(db, { nodeId: 'live-1', owner: OTHER_NODE, epoch: 1 }, 3_600_000);
   await recoverableNodeIds(db, 'node-a');
+  await watchableNodes(db, OTHER_NODE);
 
   // Stimuli: a delivery taking its key, the duplicate's holder, the outcome, reads.
   const stim = randomUUID();
@@ -151,6 +155,7 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
     ['workflow starts', /INSERT INTO workflow_executions/],
     ['workflow claim renewals', /UPDATE workflow_executions w SET lease_expires_at/],
     ['workflow recovery sweep', /SELECT id AS k FROM workflow_executions/],
+    ['lapsed-lease sweep', /FROM workflow_executions e/],
     ['workflow event history', /FROM workflow_events/],
     ['approval timer recovery', /FROM approvals a/],
     ['heartbeats', /UPDATE cluster_nodes c SET last_heartbeat_at/],

@@ -47,8 +47,10 @@ export async function lapsedRowKeys(db: Queryable, t: LeasedTable, nodeId: strin
   const whose =
     scope === 'own'
       ? 'e.owner_node = $1'
-      : `(e.owner_node IS NULL OR e.owner_node = $1
-          OR NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.node_id = e.owner_node AND n.role = 'worker'))`;
+      : // The owner's member row is looked up by primary key in a scalar subquery: a NOT EXISTS becomes an anti join
+        // that may read every member row ever registered on each sweep (issue 23).
+        `(e.owner_node IS NULL OR e.owner_node = $1
+          OR NOT COALESCE((SELECT n.role = 'worker' FROM cluster_nodes n WHERE n.node_id = e.owner_node), false))`;
   const res = await db.query<{ k: string }>(
     `SELECT e.${k}::TEXT AS k FROM ${ident(t.table)} e
      WHERE e.${activeWhere(t)} AND (e.lease_expires_at IS NULL OR e.lease_expires_at < now()) AND ${whose}
