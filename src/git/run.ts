@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Errors, OrchError } from '../errors/catalog.ts';
-import { LIST_CONFIG_ARGS, parseConfigNames, safeGitArgs, UnsafeGitConfigError } from './safe-config.ts';
+import { listConfigArgs, parseConfigNames, safeGitArgs, UnsafeGitConfigError } from './safe-config.ts';
 
 export const DEFAULT_GIT_BINARY = existsSync('/usr/bin/git') ? '/usr/bin/git' : 'git';
 const MAX_BUFFER = 16 * 1024 * 1024;
@@ -62,7 +62,7 @@ export function redact(text: string, secrets: string[] = []): string {
  * tenant can write the working tree of a binding, `.git/config` and `.git/hooks` included.
  */
 export async function runGit(args: string[], o: GitRunOptions): Promise<GitOutput> {
-  const listing = await execGit([...LIST_CONFIG_ARGS], o);
+  const listing = await execGit(listConfigArgs(args), o);
   try {
     return await execGit(safeGitArgs(args, parseConfigNames(listing.stdout)), o, args[0]);
   } catch (err) {

@@ -5,8 +5,8 @@
 // subcommand_allowlist would run whatever an agent wrote into the config with fs.write (issue 14, finding 6).
 //
 // Every such invocation therefore
-//   1. lists the names of the config keys git will see (`git config --list --name-only -z`: reading the config runs
-//      nothing; includes are followed, so included files are covered);
+//   1. lists the names of the config keys git will see (`git config --list --name-only -z` with the caller's `-C`,
+//      `-c`, `--git-dir` …: reading the config runs nothing; includes are followed, so included files are covered);
 //   2. runs the real command with `--no-pager` and `-c <key>=<neutral value>` for every key in that list that names
 //      a command, plus fixed overrides for what needs no key (hooks, the fsmonitor, the `ext::` and `git://`
 //      transports). `-c` is git's command-line config: it beats every file, and an empty value turns a driver,
@@ -24,7 +24,7 @@ export const FIXED_GIT_OVERRIDES: ReadonlyArray<readonly [string, string]> = [
   ['protocol.git.allow', 'never'],
 ];
 
-export const LIST_CONFIG_ARGS: readonly string[] = ['config', '--list', '--name-only', '-z'];
+const LIST_CONFIG_ARGS: readonly string[] = ['config', '--list', '--name-only', '-z'];
 
 /** Keys that hold a command (or a program git runs), matched on the lowercase name git prints; value to set. */
 const COMMAND_KEYS: ReadonlyArray<readonly [RegExp, string]> = [
@@ -73,9 +73,41 @@ export function parseConfigNames(stdout: string): string[] {
   return stdout.split('\0').filter((n) => n.length > 0);
 }
 
-/** `git <args>` with the overrides placed before the subcommand (global options), and the pager off. */
+/** Git's global options that take their value as the next argument. */
+const TAKES_VALUE = new Set(['-C', '-c', '--git-dir', '--work-tree', '--namespace', '--config-env', '--attr-source']);
+/** The global options that decide which repository and which config git reads: the listing must see the same. */
+const LOCATES = /^(-C|-c|--git-dir|--work-tree|--namespace|--config-env|--bare)(=|$)/;
+
+/** The global options in front of the subcommand (`-C dir`, `-c k=v`, `--git-dir=…`) and the rest. */
+function splitGlobal(args: readonly string[]): { globals: string[][]; rest: string[] } {
+  const globals: string[][] = [];
+  let i = 0;
+  while (i < args.length && args[i]!.startsWith('-')) {
+    const n = TAKES_VALUE.has(args[i]!) ? 2 : 1;
+    globals.push(args.slice(i, i + n));
+    i += n;
+  }
+  return { globals, rest: args.slice(i) };
+}
+
+/**
+ * The listing for `git <args>`: the caller's options that locate the repository and its config (`-C`, `-c`,
+ * `--git-dir` …), then `config --list`. Other global options (`--help`, `--version` …) are left out: they could run
+ * something before any override applies.
+ */
+export function listConfigArgs(args: readonly string[]): string[] {
+  const locating = splitGlobal(args).globals.filter((g) => LOCATES.test(g[0]!));
+  return [...locating.flat(), ...LIST_CONFIG_ARGS];
+}
+
+/**
+ * `git <args>` with the pager off and the overrides after the caller's own global options, just before the
+ * subcommand: a later `-c` wins, so a caller's `-c core.fsmonitor=…` (where an allowlist lets one through) is
+ * overridden too.
+ */
 export function safeGitArgs(args: readonly string[], names: Iterable<string>): string[] {
-  const pre: string[] = ['--no-pager'];
-  for (const [k, v] of gitOverrides(names)) pre.push('-c', `${k}=${v}`);
-  return [...pre, ...args];
+  const { globals, rest } = splitGlobal(args);
+  const ours: string[] = ['--no-pager'];
+  for (const [k, v] of gitOverrides(names)) ours.push('-c', `${k}=${v}`);
+  return [...globals.flat(), ...ours, ...rest];
 }

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { gitOverrides } from '../../src/git/safe-config.ts';
+import { gitOverrides, listConfigArgs, safeGitArgs } from '../../src/git/safe-config.ts';
 import { GitCommandError, runGit } from '../../src/git/run.ts';
 
 const ENV = { PATH: '/usr/bin:/bin', HOME: '/nonexistent', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
@@ -62,6 +62,23 @@ test('runGit: status, diff, commit and an alias run none of them, and still work
   t.regex((await runGit(['log', '--oneline'], o)).stdout, /two/);
   await t.throwsAsync(runGit(['show-all'], o), { instanceOf: GitCommandError });
   t.deepEqual(await readdir(marks), []);
+});
+
+test('runGit: the caller\'s -C and -c are seen by the listing, and the overrides come after them', async (t) => {
+  const { repo, marks } = await hostileRepo(t);
+  const elsewhere = path.dirname(repo);
+  t.regex((await runGit(['-C', repo, '-c', `core.fsmonitor=touch ${marks}/cli`, 'status', '--porcelain'], { cwd: elsewhere, protocols: ['https'] })).stdout, /M a\.txt/);
+  t.deepEqual(await readdir(marks), []);
+});
+
+test('listConfigArgs keeps only the options that locate the repository and its config; safeGitArgs puts ours last', (t) => {
+  t.deepEqual(listConfigArgs(['--help', '-C', '/r', '--git-dir=/r/.git', '-c', 'a.b=c', '--no-replace-objects', 'status', '-C', 'x']), [
+    '-C', '/r', '--git-dir=/r/.git', '-c', 'a.b=c', 'config', '--list', '--name-only', '-z',
+  ]);
+  const args = safeGitArgs(['-c', 'core.fsmonitor=evil', 'status'], []);
+  t.deepEqual(args.slice(0, 3), ['-c', 'core.fsmonitor=evil', '--no-pager']);
+  t.true(args.indexOf('core.fsmonitor=') > args.indexOf('core.fsmonitor=evil'));
+  t.is(args.at(-1), 'status');
 });
 
 test('a command-valued key whose name git -c cannot express is refused before git runs', async (t) => {

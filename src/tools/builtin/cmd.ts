@@ -7,7 +7,7 @@
 // command-valued config (fsmonitor, filters, hooks, aliases …) turned off: src/git/safe-config.ts.
 import path from 'node:path';
 import type { NodeConfig } from '../../config/types.ts';
-import { LIST_CONFIG_ARGS, parseConfigNames, safeGitArgs, UnsafeGitConfigError } from '../../git/safe-config.ts';
+import { listConfigArgs, parseConfigNames, safeGitArgs, UnsafeGitConfigError } from '../../git/safe-config.ts';
 import { checkCommand } from '../policy.ts';
 import type { ToolCallContext, ToolDefinition, ToolOutcome } from '../types.ts';
 import { fail, ok, schema } from './util.ts';
@@ -21,7 +21,7 @@ type CmdReq = Parameters<RunCommand>[0];
  * checked on the caller's arguments, so the overrides cannot widen it.
  */
 async function gitArgs(run: RunCommand, req: CmdReq): Promise<{ args: string[] } | { outcome: ToolOutcome }> {
-  const listing = await run({ ...req, args: [...LIST_CONFIG_ARGS] });
+  const listing = await run({ ...req, args: listConfigArgs(req.args) });
   if (listing.truncated) return { outcome: fail('CommandNotAllowed', 'the repository\'s git config is larger than the output ceiling; git was not run') };
   if (listing.exit_code !== 0) {
     return { outcome: ok({ ...listing, stderr: `[orch] git config --list failed, so git ${req.args[0] ?? ''} was not run: ${listing.stderr}` }) };
