@@ -23,6 +23,7 @@ import { benchHeartbeatHandler } from './heartbeat-handler.ts';
 import { benchWsFanout } from './ws-fanout.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
+import { WORKFLOW_LEASE_MS } from '../src/workflow/engine/capability.ts';
 import { benchRouteDecisions, benchWorkerLoss } from './routing.ts';
 import { benchWorkerResume } from './worker-resume.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
@@ -215,7 +216,7 @@ if (what === 'worker-loss' || what === 'all') {
 if (what === 'controller-failover' || what === 'all') {
   // Issue 7: SIGKILL a controller running workflows; the other resumes them (--runs kills, --lease seconds).
   const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))] ?? 0;
-  const lease = arg('lease', 6);
+  const lease = arg('lease', WORKFLOW_LEASE_MS / 1000);
   const f = await benchControllerFailover(Math.max(RUNS, 5), lease, 3, (l) => process.stdout.write(`${l}\n`));
   process.stdout.write(`${`controller failover, lease ${lease} s: claim p50 / p99`.padEnd(52)} ${Math.round(pct(f.claimMs, 50))} / ${Math.round(pct(f.claimMs, 99))} ms (${f.claimMs.length} runs)\n`);
   process.stdout.write(`${`controller failover, lease ${lease} s: resumed p50 / p99`.padEnd(52)} ${Math.round(pct(f.resumeMs, 50))} / ${Math.round(pct(f.resumeMs, 99))} ms (${f.resumeMs.length} runs)\n`);

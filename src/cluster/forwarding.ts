@@ -160,6 +160,10 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
   /** The worker whose loss is being handled (a second report of it is ignored). */
   private losing: string | undefined;
   private readonly tried: string[] = [];
+  /** When each tried worker was tried (or lost): one that heartbeats again later is back (restarted, thawed). */
+  private readonly triedAt = new Map<string, number>();
+  /** The end of this execution's wait for a worker, set when it first waits (one bound, however often it is routed). */
+  private waitUntil: number | undefined;
   private readonly log: Logger;
 
   constructor(
@@ -200,7 +204,7 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
     const resuming = row.status === 'running';
     if (resuming) {
       const lost = await lastLostWorker(this.s.db, row.id);
-      if (lost && !this.tried.includes(lost)) this.tried.push(lost);
+      if (lost && !this.tried.includes(lost)) this.try(lost);
     }
     let target: RouteDecision;
     try {
@@ -215,7 +219,7 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
     if (resuming) {
       const event = await this.s.db.tx((tx) => handOverForResume(tx, row.id, this.s.nodeId, target.nodeId, this.s.leaseMs));
       if (event === undefined) return this.finish();
-      this.tried.push(target.nodeId);
+      this.try(target.nodeId);
       this.worker = target;
       this.log.warn({ worker: target.nodeId, iteration: row.iteration }, 'execution resumed on a survivor');
       await this.relay();
@@ -228,10 +232,15 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
       [row.id, this.s.nodeId, target.nodeId, Math.round(this.s.leaseMs)],
     );
     if (res.rowCount === 0) return this.finish();
-    this.tried.push(target.nodeId);
+    this.try(target.nodeId);
     this.worker = target;
     this.log.info({ worker: target.nodeId }, 'execution routed');
     this.open();
+  }
+
+  private try(nodeId: string): void {
+    if (!this.tried.includes(nodeId)) this.tried.push(nodeId);
+    this.triedAt.set(nodeId, Date.now());
   }
 
   /**
@@ -239,12 +248,11 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
    * workerPollMs) instead of failing at once: a worker may be restarting, or be the only one and briefly down. The
    * row stays pending and this controller's: each look renews its claim (so no other controller's lapsed-lease sweep
    * takes it) and sees a cancel. Throws UNAVAILABLE naming the wait when none came; 'gone' when the row stopped being
-   * this controller's (taken over, ended), 'cancelled' when a cancel was asked meanwhile.
+   * this controller's (taken over, ended), 'cancelled' when a cancel was asked meanwhile. Workers tried before are
+   * left out unless they have heartbeated since (restarted, thawed); the bound is one per execution.
    */
   private async routeWaiting(row: ExecutionRow, required: Partial<NodeCapabilityAdvertisement>): Promise<RouteDecision | 'gone' | 'cancelled'> {
     const waitMs = this.s.workerWaitMs ?? DEFAULT_WORKER_WAIT_MS;
-    const deadline = Date.now() + waitMs;
-    let waiting = false;
     let nextHold = 0;
     for (;;) {
       try {
@@ -252,12 +260,23 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
       } catch (err) {
         const noWorker = isOrchError(err) && err.spec === Errors.UNAVAILABLE;
         if (!noWorker || this.stopped) throw err;
-        if (Date.now() >= deadline) {
+        // A worker tried before (lost, frozen, restarted) that has heartbeated since is back: it may take it again.
+        const back = (await this.s.router.candidates(required, [])).filter(
+          (p) => this.tried.includes(p.node_id) && p.last_heartbeat_at !== null && p.last_heartbeat_at.getTime() > (this.triedAt.get(p.node_id) ?? 0) + 2000,
+        );
+        if (back.length > 0) {
+          const decision = this.s.router.pick(back, required);
+          this.tried.splice(this.tried.indexOf(decision.nodeId), 1);
+          return decision;
+        }
+        if (this.waitUntil === undefined) {
+          this.waitUntil = Date.now() + waitMs;
+          if (waitMs > 0) this.log.info({ wait_ms: waitMs, reason: (err as Error).message }, 'no ACTIVE worker meets the request; waiting for one');
+        }
+        if (Date.now() >= this.waitUntil) {
           if (waitMs <= 0) throw err;
           throw new OrchError(Errors.UNAVAILABLE, `${(err as Error).message}; none came within ${Math.round(waitMs / 100) / 10} s (spec.cluster.worker_wait_seconds)`);
         }
-        if (!waiting) this.log.info({ wait_ms: waitMs, reason: (err as Error).message }, 'no ACTIVE worker meets the request; waiting for one');
-        waiting = true;
       }
       // Renewed (and a cancel looked for) every few looks, not at each: many executions may be waiting at once,
       // while a look itself reads the router's shared, briefly cached view of the membership.
@@ -272,7 +291,7 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
         if (!r) return 'gone';
         if (r.cancel_requested) return 'cancelled';
       }
-      await new Promise((res) => setTimeout(res, Math.max(10, Math.min(this.s.workerPollMs ?? 500, deadline - Date.now()))));
+      await new Promise((res) => setTimeout(res, Math.max(10, Math.min(this.s.workerPollMs ?? 500, (this.waitUntil ?? 0) - Date.now()))));
     }
   }
 
