@@ -2,7 +2,7 @@
 // killed (SIGKILL, every backend: the node's connections reset mid-transaction) under load of workflow runs and
 // starts, and stays down 5 s. The node must survive, answer starts with 503 + Retry-After and readiness with 503
 // meanwhile, and afterwards finish every run that was started: no actor gives up on an outage.
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +11,17 @@ import { openPg } from '../../src/storage/pg.ts';
 import { WorkflowDefinitionService } from '../../src/workflow/registry/service.ts';
 import { eventually, startOrchNode } from '../support/node-process.ts';
 import { startPrivatePostgres } from '../support/private-services.ts';
+import { signWebhook, webhookSecretVariable } from '../../src/stimuli/signature.ts';
+
+const WEBHOOK_SECRET = 'outage-secret';
+const AGENT = `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: outage-echo, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", isolation: process, model: default }
+  task: { instruction: Answer in one word. }
+  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 120, iteration_timeout: 120, validation: [] }
+`;
 
 const STATES = 8;
 
@@ -46,7 +57,7 @@ async function call(s: Api, method: string, url: string, body?: unknown): Promis
   return { status: res.status, retryAfter: res.headers.get('retry-after'), body: parsed };
 }
 
-test('PostgreSQL killed mid-transaction under load and down 5 s: the node survives, answers 503, and every run completes', async (t) => {
+async function outage(t: ExecutionContext, outageMs: number): Promise<void> {
   const server = await startPrivatePostgres();
   t.teardown(() => server.cleanup());
   const url = await server.createDatabase();
@@ -54,8 +65,17 @@ test('PostgreSQL killed mid-transaction under load and down 5 s: the node surviv
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const nodeId = `pgout-${Math.random().toString(36).slice(2, 8)}`;
   const configFile = path.join(dir, 'node.yaml');
-  await writeFile(configFile, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${nodeId} }\nspec:\n  node: { id: ${nodeId}, role: hybrid }\n`);
-  const node = await startOrchNode({ ORCH_CONFIG: configFile, ORCH_DATA_DIR: path.join(dir, 'data'), DATABASE_URL: url, REDIS_URL: undefined });
+  await writeFile(
+    configFile,
+    `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${nodeId} }\nspec:\n  node: { id: ${nodeId}, role: hybrid }\n  stimuli: { routes: [ { source: ops, workflow: steps } ] }\n`,
+  );
+  const node = await startOrchNode({
+    ORCH_CONFIG: configFile,
+    ORCH_DATA_DIR: path.join(dir, 'data'),
+    DATABASE_URL: url,
+    REDIS_URL: undefined,
+    [webhookSecretVariable('ops')]: WEBHOOK_SECRET,
+  });
   t.teardown(() => {
     node.child.kill('SIGKILL');
   });
@@ -65,6 +85,11 @@ test('PostgreSQL killed mid-transaction under load and down 5 s: the node surviv
   const who = (await call(s, 'GET', '/v1/whoami')).body as { tenant_id?: string; subject?: string };
   await new WorkflowDefinitionService(db, silentLogger()).deploy({ tenant: who.tenant_id ?? 'orch-system', subject: who.subject ?? 'dev', yaml: stepsWorkflow() });
   t.is((await call(s, 'GET', '/health/ready')).status, 200);
+  t.is((await call(s, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
+  const agentId = String((await call(s, 'GET', '/v1/agents/lookup/outage-echo')).body.agent_id);
+  // The other starts work before the outage (so that a 503 later is the outage's, not a refusal).
+  const stimulusBefore = await call(s, 'POST', '/v1/stimuli', { source: 'ops', content: 'before', idempotency_key: `k-${nodeId}-0` });
+  t.true(stimulusBefore.status < 300, JSON.stringify(stimulusBefore));
 
   // Load: runs in flight, and a stream of starts, so that transactions hold connections when the server dies.
   const started = new Set<string>();
@@ -105,7 +130,26 @@ test('PostgreSQL killed mid-transaction under load and down 5 s: the node surviv
   t.truthy(refused.retryAfter, 'Retry-After on the 503');
   t.true(Number(refused.retryAfter) > 0);
   t.regex(String(refused.body.error), /database unavailable/);
-  await new Promise((res) => setTimeout(res, Math.max(0, 5_000 - (Date.now() - killedAt))));
+  // Every kind of start: an execution, a stimulus, a signed webhook.
+  const webhookBody = JSON.stringify({ during: 'outage' });
+  const others = {
+    execution: await call(s, 'POST', '/v1/executions', { agent_id: agentId, input: 'hello' }),
+    stimulus: await call(s, 'POST', '/v1/stimuli', { source: 'ops', content: 'during', idempotency_key: `k-${nodeId}-1` }),
+    webhook: await (async () => {
+      const res = await fetch(`${s.http}/v1/webhooks/ops`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-orch-signature': signWebhook(WEBHOOK_SECRET, webhookBody) },
+        body: webhookBody,
+        signal: AbortSignal.timeout(60_000),
+      });
+      return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Record<string, unknown> };
+    })(),
+  };
+  for (const [what, r] of Object.entries(others)) {
+    t.is(r.status, 503, `${what}: ${JSON.stringify(r.body)}`);
+    t.truthy(r.retryAfter, `${what}: Retry-After`);
+  }
+  await new Promise((res) => setTimeout(res, Math.max(0, outageMs - (Date.now() - killedAt))));
   t.is(node.child.exitCode, null, `the node died during the outage: ${node.stderr().slice(-3000)}`);
 
   await server.start();
@@ -134,4 +178,11 @@ test('PostgreSQL killed mid-transaction under load and down 5 s: the node surviv
   t.true(next.length > 0);
   const p = (q: number): number => next[Math.min(next.length - 1, Math.floor(q * next.length))]!;
   t.log(`runs: ${ids.length} (${midway.length} mid-way at the kill); outage ${backAt - killedAt} ms; next step after PostgreSQL answered again: p50 ${p(0.5)} ms, max ${next[next.length - 1]} ms; starts answered ${JSON.stringify([...answers])}`);
+}
+
+test.serial('PostgreSQL killed mid-transaction under load and down 5 s: the node survives, answers 503, and every run completes', (t) => outage(t, 5_000));
+
+test.serial('PostgreSQL down 60 s: no actor gives up, every run completes after it returns', async (t) => {
+  t.timeout(6 * 60_000);
+  await outage(t, 60_000);
 });
