@@ -65,9 +65,11 @@ export function executionHandlers(executions: ExecutionService, logger: Logger):
       callback: sendUnaryData<ExecuteSystemCommandResponse>,
     ): void {
       const principal = findPrincipal(call);
-      // A shell on the orchestrator host: operators (and unauthenticated deployments that turned auth off) only.
-      if (principal && !hasRole(principal, 'operator')) {
-        callback(toGrpcError(new OrchError(Errors.FORBIDDEN, 'ExecuteSystemCommand needs the operator role')));
+      // A shell on the orchestrator host: an authenticated operator only. A node with gRPC authentication turned off
+      // has no principal to check, and a root shell must not be open to whoever reaches its port (docs/SECURITY.md).
+      if (!principal || !hasRole(principal, 'operator')) {
+        const why = principal ? 'ExecuteSystemCommand needs the operator role' : 'ExecuteSystemCommand needs an authenticated operator (gRPC authentication is off on this node)';
+        callback(toGrpcError(new OrchError(Errors.FORBIDDEN, why)));
         return;
       }
       const r = call.request;
