@@ -41,7 +41,7 @@ import { startForwarding, type ForwardingCapability } from '../cluster/forwardin
 import { forwardExecutionHandler, routeExecutionHandler } from '../cluster/grpc/routing-handlers.ts';
 import { ExecutionService } from '../agents/execution/service.ts';
 import { EXECUTION_LEASE_MS } from '../agents/capability.ts';
-import { sandboxUserOf, scratchDirOf, systemStateRuntime, warnIfUnsandboxed } from '../agents/runtime/tenant-sandbox.ts';
+import { sandboxUserOf, scratchDirOf, startScratchSweeper, systemStateRuntime, warnIfUnsandboxed } from '../agents/runtime/tenant-sandbox.ts';
 import type { NodeCredentials } from '../cluster/envelope.ts';
 import { WorkflowStorage } from '../workflow/engine/storage.ts';
 import { VolumeService } from '../volumes/service.ts';
@@ -235,6 +235,8 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       kinds.push(...workflowCap.kinds);
       const stopSweeper = workflowCap.startSweeper();
       cleanups.push(async () => stopSweeper());
+      const stopScratchSweep = startScratchSweeper({ db, scratchDir: scratchDirOf(config), logger: log });
+      cleanups.push(async () => stopScratchSweep());
     }
     // Stimuli and signed webhooks route into workflow runs (controller and hybrid); docs/STIMULI.md.
     const stimuli = workflowCap

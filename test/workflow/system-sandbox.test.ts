@@ -13,7 +13,9 @@ import { ProcessRuntime } from '../../src/agents/runtime/process.ts';
 import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST } from '../../src/agents/runtime/select.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { SystemSandbox } from '../../src/workflow/states/system.ts';
-import { manifest, startEngine } from './engine-harness.ts';
+import { startScratchSweeper } from '../../src/agents/runtime/tenant-sandbox.ts';
+import { eventually } from '../support/node-process.ts';
+import { manifest, startEngine, TENANT } from './engine-harness.ts';
 
 interface SystemOutput {
   status: string;
@@ -184,4 +186,28 @@ test('docker isolation: System states run in a podman container as the unprivile
   t.is(run.status, 'success', run.output.stderr);
   t.is(run.output.stdout, `65534\nonly this\ntitle=${title}\nout.txt\n`);
   t.is(await readFile(path.join(scratch, id, 'out.txt'), 'utf8'), 'kept\n');
+});
+
+test('scratch workspaces of runs that ended (or are gone) are swept; a live run keeps its own', async (t) => {
+  const scratch = await scratchRoot(t);
+  const h = await startEngine(t, { system: sandbox(scratch) });
+  await h.deploy(manifest('scratchy', 'work', `    work:
+      kind: System
+      command: 'echo {{input.text}} > note.txt; sleep {{input.nap}}'
+      transitions: []
+`));
+  const done = await h.run('scratchy', { input: { text: 'done', nap: 0 } });
+  await h.waitFor(done);
+  const live = await h.run('scratchy', { input: { text: 'live', nap: 600 } });
+  t.teardown(() => h.cap.runs.cancel(TENANT, live).then(() => undefined, () => undefined));
+  await eventually(async () => (existsSync(path.join(scratch, live, 'note.txt')) ? true : undefined), 60_000, 'the live run to write its note');
+  const gone = randomUUID();
+  await mkdir(path.join(scratch, gone));
+  await mkdir(path.join(scratch, 'not-a-run'));
+  t.true(existsSync(path.join(scratch, done, 'note.txt')));
+  const stop = startScratchSweeper({ db: h.db, scratchDir: scratch, logger: silentLogger(), intervalMs: 200 });
+  t.teardown(stop);
+  await eventually(async () => (!existsSync(path.join(scratch, done)) && !existsSync(path.join(scratch, gone)) ? true : undefined), 60_000, 'the sweep');
+  t.true(existsSync(path.join(scratch, live, 'note.txt')), 'the live run keeps its workspace');
+  t.true(existsSync(path.join(scratch, 'not-a-run')), 'only run directories are touched');
 });

@@ -1,7 +1,9 @@
 // The sandbox settings a node derives from its config (runtime.*): the process runtime's mode, and the runtime
 // System states run in. Kept in one place so that the agents capability and the workflow engine never disagree on
 // whether a sandbox is required (it always is, unless the operator set runtime.unsandboxed_process).
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import type { Queryable } from '../../storage/db.ts';
 import type { NodeConfig } from '../../config/types.ts';
 import type { Logger } from '../../logging/logger.ts';
 import { createRuntime, dockerAvailable, DEFAULT_DOCKER_HOST } from './select.ts';
@@ -53,3 +55,29 @@ export async function systemStateRuntime(
   if (await dockerAvailable(dockerHost)) return createRuntime('docker', { ...base, dockerHost });
   return `docker isolation is configured but no container engine answers at ${dockerHost}`;
 }
+
+/**
+ * Removes the scratch workspaces of runs that are no longer live (terminal, or deleted by retention), every
+ * `intervalMs`: one primary-key lookup per sweep for the directories present. Answers the function that stops it.
+ */
+export function startScratchSweeper(o: { db: Queryable; scratchDir: string; logger: Logger; intervalMs?: number }): () => void {
+  const sweep = async (): Promise<void> => {
+    const names = (await readdir(o.scratchDir).catch(() => [] as string[])).filter((n) => UUID.test(n));
+    if (names.length === 0) return;
+    const live = await o.db.query<{ id: string }>(
+      `SELECT id::TEXT AS id FROM workflow_executions WHERE id = ANY($1::UUID[]) AND status IN ('running', 'waiting_for_human_input')`,
+      [names],
+    );
+    const keep = new Set(live.rows.map((r) => r.id));
+    for (const n of names) {
+      if (keep.has(n)) continue;
+      await rm(path.join(o.scratchDir, n), { recursive: true, force: true }).catch((err: unknown) =>
+        o.logger.warn({ dir: n, err: err instanceof Error ? err.message : String(err) }, 'removing a scratch workspace failed'));
+    }
+  };
+  const timer = setInterval(() => void sweep().catch((err: unknown) => o.logger.warn({ err }, 'scratch workspace sweep failed')), o.intervalMs ?? 600_000);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
