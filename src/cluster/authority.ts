@@ -44,19 +44,28 @@ export interface NodeClaims {
 
 /** The replay record: true the first time (node, nonce) is seen by any controller. */
 export interface NonceGuard {
-  firstUse(nodeId: string, nonce: string): Promise<boolean>;
+  /** `keepMs`: how long the record must last when longer than the stamp window (a seed-form envelope's signature). */
+  firstUse(nodeId: string, nonce: string, keepMs?: number): Promise<boolean>;
 }
 
-/** The replay record in the database (no Redis): one insert per envelope, rows past the window pruned. */
+/** The replay record in the database (no Redis): one insert per envelope, rows past the window (or keep_until) pruned. */
 export class DbNonceGuard implements NonceGuard {
   private inserts = 0;
   constructor(private readonly db: Db) {}
 
-  async firstUse(nodeId: string, nonce: string): Promise<boolean> {
+  async firstUse(nodeId: string, nonce: string, keepMs?: number): Promise<boolean> {
     if (++this.inserts % 500 === 0) {
-      await this.db.query(`DELETE FROM cluster_seen_nonces WHERE seen_at < now() - INTERVAL '2 minutes'`);
+      await this.db.query(
+        `DELETE FROM cluster_seen_nonces WHERE seen_at < now() - INTERVAL '2 minutes' AND (keep_until IS NULL OR keep_until < now())`,
+      );
     }
-    const res = await this.db.query(`INSERT INTO cluster_seen_nonces (node_id, nonce) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [nodeId, nonce]);
+    const res =
+      keepMs === undefined
+        ? await this.db.query(`INSERT INTO cluster_seen_nonces (node_id, nonce) VALUES ($1, $2) ON CONFLICT DO NOTHING`, [nodeId, nonce])
+        : await this.db.query(
+            `INSERT INTO cluster_seen_nonces (node_id, nonce, keep_until) VALUES ($1, $2, now() + ($3::BIGINT * INTERVAL '1 millisecond')) ON CONFLICT DO NOTHING`,
+            [nodeId, nonce, Math.ceil(keepMs)],
+          );
     return res.rowCount === 1;
   }
 }
@@ -300,17 +309,19 @@ export class ClusterAuthority {
   /**
    * Every token-protected RPC: the metadata token, the envelope (same token, Ed25519 signature over the payload by
    * the token's key), a fresh stamp, and a nonce never seen from this node. Answers the claims and the payload
-   * (request bytes followed by the stamp; the generated decoders skip the stamp's fields).
+   * (request bytes followed by the stamp; the generated decoders skip the stamp's fields). A seed-form envelope (no
+   * stamp) has its signature for a nonce, recorded for the token's lifetime (verifyEnvelopeUnrecorded).
    */
   async verifyEnvelope(metadata: Metadata, envelope: SealNodeEnvelope): Promise<{ claims: NodeClaims; payload: Uint8Array }> {
     const { claims, payload, stamp } = await this.verifyEnvelopeUnrecorded(metadata, envelope);
-    await refuseSeenNonce(claims, stamp, this.nonces);
+    if (!stamp.fromSignature) await refuseSeenNonce(claims, stamp, this.nonces);
     return { claims, payload };
   }
 
   /**
    * verifyEnvelope without the replay record: token, signature and a fresh stamp, which is answered so that the
-   * caller refuses replays itself. Heartbeat does, in the statement that writes it: a member's heartbeat stamps must
+   * caller refuses replays itself. A seed-form envelope has no stamp to compare, so its signature is recorded here
+   * (for the token's remaining lifetime) and the stamp answered is the controller's time with that nonce. Heartbeat does, in the statement that writes it: a member's heartbeat stamps must
    * increase (cluster_nodes.heartbeat_stamp_ms / heartbeat_nonce, src/cluster/membership.ts), which refuses a replayed
    * heartbeat on every controller without a round trip to the replay record per heartbeat.
    */
@@ -323,32 +334,43 @@ export class ClusterAuthority {
       throw unauthenticated('envelope token does not match the authorization metadata');
     }
     const claims = await this.verifyToken(bearer);
-    return { claims, ...verifySignedStamp(claims, envelope) };
+    const now = Date.now();
+    const verified = verifySignedStamp(claims, envelope, now);
+    if (verified.stamp.fromSignature) await refuseSeenNonce(claims, verified.stamp, this.nonces, claims.expiresAtMs - now + STAMP_MAX_SKEW_MS);
+    return { claims, ...verified };
   }
 }
 
 /** The freshness stamp of a verified envelope. */
 export interface EnvelopeStamp {
   sentAtMs: number;
-  /** Hex of the 16 random bytes. */
+  /** Hex of the 16 random bytes; for a seed-form envelope `sig:` + hex SHA-256 of the signature. */
   nonce: string;
+  /** A seed-form envelope (no stamp): `sentAtMs` is the controller's receipt time, the nonce its signature's. */
+  fromSignature?: true;
 }
 
-/** Signature and stamp checks of an envelope whose token is already verified (no replay record). */
+/**
+ * Signature and stamp checks of an envelope whose token is already verified (no replay record). Two forms are
+ * accepted (docs/CLUSTER.md "Freshness and replay"): orch's, whose payload ends with a SealNodeStamp that must be
+ * within ±30 s; and the seed's, whose payload is exactly the serialized request — freshness then comes from the
+ * signature used as a nonce (Ed25519 is deterministic, and libsodium accepts one encoding of each signature).
+ */
 export function verifySignedStamp(claims: NodeClaims, envelope: SealNodeEnvelope, now = Date.now()): { payload: Uint8Array; stamp: EnvelopeStamp } {
-  const payload = envelope.payload;
-  if (!payload || payload.length === 0) throw new OrchError(Errors.BAD_REQUEST, 'envelope payload is empty');
-  if (!verifyEd25519(claims.publicKeyRaw, payload, envelope.signature ?? new Uint8Array())) {
+  // An empty payload is a seed-form envelope of an empty request (SyncConfigRequest, an unfiltered ListPeersRequest).
+  const payload = envelope.payload ?? new Uint8Array();
+  const signature = envelope.signature ?? new Uint8Array();
+  if (!verifyEd25519(claims.publicKeyRaw, payload, signature)) {
     throw unauthenticated('envelope signature does not verify with the node key');
   }
   const stamp = readStamp(payload);
-  if (!stamp) throw unauthenticated('envelope payload carries no freshness stamp');
+  if (!stamp) return { payload, stamp: { sentAtMs: now, nonce: `sig:${createHash('sha256').update(signature).digest('hex')}`, fromSignature: true } };
   if (Math.abs(now - stamp.sentAtMs) > STAMP_MAX_SKEW_MS) throw unauthenticated('envelope is stale');
   return { payload, stamp };
 }
 
-async function refuseSeenNonce(claims: NodeClaims, stamp: EnvelopeStamp, nonces: NonceGuard): Promise<void> {
-  if (!(await nonces.firstUse(claims.nodeId, stamp.nonce))) throw envelopeReplayed();
+async function refuseSeenNonce(claims: NodeClaims, stamp: EnvelopeStamp, nonces: NonceGuard, keepMs?: number): Promise<void> {
+  if (!(await nonces.firstUse(claims.nodeId, stamp.nonce, keepMs))) throw envelopeReplayed();
 }
 
 export function envelopeReplayed(): OrchError {

@@ -35,7 +35,7 @@ export interface ControllerCluster {
 async function nonceGuard(config: NodeConfig, logger: Logger): Promise<{ guard?: NonceGuard; close(): Promise<void> }> {
   if (!config.redis.url) return { close: async () => undefined };
   const redis = await RedisReplayGuard.open(config.redis.url, logger);
-  return { guard: { firstUse: (nodeId, nonce) => redis.firstUse(`cluster:${nodeId}`, nonce) }, close: () => redis.close() };
+  return { guard: { firstUse: (nodeId, nonce, keepMs) => redis.firstUse(`cluster:${nodeId}`, nonce, keepMs) }, close: () => redis.close() };
 }
 
 export async function startControllerCluster(o: { config: NodeConfig; db: Db; bus: EventBus; actors: ActorRuntime; logger: Logger }): Promise<ControllerCluster> {
