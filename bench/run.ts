@@ -231,7 +231,9 @@ if (what === 'soak') {
   // Issue 23: throughput over time through the public API; not part of `all` (it runs for minutes).
   const i = process.argv.indexOf('--orch-root');
   const orchRoot = i >= 0 ? process.argv[i + 1] : undefined;
-  await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot, sharedPg: process.argv.includes('--shared-pg') }, (l) => process.stdout.write(`${l}\n`));
+  // --pg name=value (repeatable): a setting of the private PostgreSQL server.
+  const pgSettings = Object.fromEntries(process.argv.flatMap((a, j) => (a === '--pg' && process.argv[j + 1]?.includes('=') ? [process.argv[j + 1]!.split('=', 2) as [string, string]] : [])));
+  await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot, sharedPg: process.argv.includes('--shared-pg'), ...(Object.keys(pgSettings).length ? { pgSettings } : {}) }, (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'hot-updates') {
   // Issue 23: the HOT share of updates with and without 022's fillfactor.

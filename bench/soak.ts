@@ -28,6 +28,8 @@ export interface SoakOptions {
   /** On the shared server (DATABASE_URL or 127.0.0.1:5432, a throwaway database) instead of a private one: as
    * the issue measured it; no pg_stat_statements there. */
   sharedPg?: boolean;
+  /** Settings of the private server (`-c name=value`), e.g. autovacuum=off to see plans made without fresh statistics. */
+  pgSettings?: Record<string, string>;
 }
 
 export interface SoakMinute {
@@ -110,7 +112,7 @@ function startNode(env: Record<string, string | undefined>, root?: string): Prom
 }
 
 export async function benchSoak(o: SoakOptions, out: (line: string) => void): Promise<SoakMinute[]> {
-  const server = o.sharedPg ? undefined : await startPrivatePg();
+  const server = o.sharedPg ? undefined : await startPrivatePg(o.pgSettings);
   const shared = o.sharedPg ? await createTestDatabase() : undefined;
   const url = shared ? shared.url : await server!.createDatabase('soak');
   const dbName = new URL(url).pathname.slice(1);
@@ -120,7 +122,7 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
   const c = new pg.Client({ connectionString: url });
   try {
     await c.connect();
-    out(`soak: ${o.clients} clients, ${o.minutes} min, preload ${o.preload}, ${shared ? 'shared PostgreSQL' : 'private PostgreSQL'}, node ${o.orchRoot ?? 'this checkout'}`);
+    out(`soak: ${o.clients} clients, ${o.minutes} min, preload ${o.preload}, ${shared ? 'shared PostgreSQL' : 'private PostgreSQL'}${o.pgSettings ? ` ${JSON.stringify(o.pgSettings)}` : ''}, node ${o.orchRoot ?? 'this checkout'}`);
     node = await startNode({ DATABASE_URL: url, REDIS_URL: undefined, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_LOG_LEVEL: 'warn' }, o.orchRoot);
     const base = node.banner.http;
     const token = node.banner.dev_token ?? '';
@@ -140,8 +142,7 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     const end = t0 + o.minutes * 60_000;
     let minuteStart = t0;
     let counted = 0;
-    const ticker = setInterval(() => {
-      void (async () => {
+    const closeMinute = async (): Promise<void> => {
         const now = Date.now();
         const slice = done.slice(counted);
         counted = done.length;
@@ -158,8 +159,8 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
         minuteStart = now;
         minutes.push(m);
         out(`  minute ${m.minute}: ${m.runs} runs, ${m.perSecond.toFixed(1)} runs/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms, RSS ${m.rssMb.toFixed(0)} MB, load ${m.load.toFixed(1)}`);
-      })();
-    }, 60_000);
+    };
+    const ticker = setInterval(() => void closeMinute(), 60_000);
     await Promise.all(
       Array.from({ length: o.clients }, async () => {
         while (Date.now() < end) {
@@ -175,7 +176,8 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
       }),
     );
     clearInterval(ticker);
-    await new Promise((r) => setTimeout(r, 100));
+    // The last minute's tick may not have come before the clients stopped: close it on what it saw.
+    if (minutes.length < o.minutes) await closeMinute();
     out(`runs: ${done.length} completed, ${errors.length} failed${errors[0] ? ` (first: ${errors[0]})` : ''}`);
     out('| minute | runs | runs/s | p50 ms | p99 ms | node RSS MB | load avg |');
     out('|---|---|---|---|---|---|---|');

@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
+import { sessionSetup } from './pg-session.ts';
 import type { Db, QueryOptions, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgTypes } from './types.ts';
@@ -139,6 +140,8 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<Db> {
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
     types: pgTypes,
+    // Custom plans for prepared statements (pg-session.ts, issue 23), set before a new connection serves anything.
+    onConnect: sessionSetup(opts.logger),
   });
   // An idle client that loses its connection emits on the pool; unhandled, that would kill the process.
   pool.on('error', (err) => opts.logger?.warn({ err }, 'idle PostgreSQL connection failed'));
