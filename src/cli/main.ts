@@ -106,7 +106,9 @@ program
         },
       );
     };
-    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => stop(signal));
+    // Not SIGHUP: a handler would undo `nohup` (which starts us with SIGHUP ignored); its default still ends the
+    // process, and a node started by npm also stops when npm goes (bin/orch.js).
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => stop(signal));
     // A worker told to shut down by its controller (ShutdownCommand) has deregistered; stop the process the same way.
     // never-rejects: shutdownRequested is only ever resolved.
     void node.shutdownRequested.then((reason) => stop(`shutdown command (${reason})`));

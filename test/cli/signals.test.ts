@@ -41,7 +41,7 @@ async function processesWith(marker: string): Promise<number[]> {
   return out;
 }
 
-async function signalTheStarter(t: import('ava').ExecutionContext, command: string, args: string[]): Promise<void> {
+async function signalTheStarter(t: import('ava').ExecutionContext, command: string, args: string[], signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-signals-'));
   const marker = `ORCH_DATA_DIR=${path.join(dir, 'data')}`;
   const ports = [await freePort(), await freePort(), await freePort()];
@@ -76,15 +76,15 @@ async function signalTheStarter(t: import('ava').ExecutionContext, command: stri
   const started = await processesWith(marker);
   t.true(started.length >= 2, `npm and the node: ${started.join(', ')}`);
 
-  t.true(child.kill('SIGTERM'));
+  t.true(child.kill(signal));
   const t0 = Date.now();
   const gone = await eventually(async () => ((await processesWith(marker)).length === 0 ? Date.now() - t0 : undefined), 60_000, 'every process to exit').catch(() => undefined);
   await exited;
-  t.truthy(gone, `still running 60 s after SIGTERM: ${(await processesWith(marker)).join(', ')}; output:\n${output.slice(-3000)}`);
-  t.log(`${gone} ms from SIGTERM to the last process gone`);
-  t.true((gone ?? Infinity) < 10_000, `${gone} ms from SIGTERM to the last process gone`);
+  t.truthy(gone, `still running 60 s after ${signal}: ${(await processesWith(marker)).join(', ')}; output:\n${output.slice(-3000)}`);
+  t.log(`${gone} ms from ${signal} to the last process gone`);
+  t.true((gone ?? Infinity) < 10_000, `${gone} ms from ${signal} to the last process gone`);
   for (const port of ports) t.true(await canBind(port), `port ${port} is free`);
-  t.regex(output, /shutting down gracefully/, 'the node stopped through its SIGTERM handler');
+  t.regex(output, /shutting down gracefully/, 'the node stopped through its SIGTERM handler (sent by npm, or by itself once npm was gone)');
   // And the start was clean: no deprecation warning (FastifyDeprecation FSTDEP023 printed on every start, issue 15).
   t.notRegex(output, /Deprecation|FSTDEP/);
 }
@@ -95,4 +95,8 @@ test('SIGTERM to `npm start` stops the node within 10 s and frees its ports', as
 
 test('SIGTERM to `npx orch up` stops the node within 10 s and frees its ports', async (t) => {
   await signalTheStarter(t, 'npx', ['--no-install', 'orch', 'up']);
+});
+
+test('SIGHUP to `npm start` (npm ends without passing it on) stops the node within 10 s', async (t) => {
+  await signalTheStarter(t, 'npm', ['start'], 'SIGHUP');
 });
