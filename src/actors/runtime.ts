@@ -22,7 +22,12 @@ interface LiveActor {
   stopped: boolean;
   /** Messages that arrived between a crash and the end of the next recovery; handed over once it recovered. */
   early: ActorMessage[];
+  /** The last crash was an outage: a successful recovery now means the dependency is back. */
+  inOutage: boolean;
 }
+
+/** Restarts woken by a dependency's return are spread over this long, so they do not all hit it at once. */
+const WAKE_SPREAD_MS = 200;
 
 /** Early messages kept per actor while it waits out a restart; beyond that they are dropped (and logged). */
 const MAX_EARLY_MESSAGES = 1000;
@@ -36,6 +41,12 @@ export class ActorRuntime {
   private closing = false;
   /** Aborted at shutdown: ends the retrying of give-up records through an outage. */
   private readonly closed = new AbortController();
+  /**
+   * Restarts waiting out an outage, by actor id. The first actor that recovers after an outage has shown the
+   * dependency is back, so the others are restarted then (spread over a moment) instead of each waiting for the
+   * rest of its own backoff.
+   */
+  private readonly outageRestarts = new Map<string, () => void>();
 
   constructor(
     private readonly logger: Logger,
@@ -62,7 +73,7 @@ export class ActorRuntime {
     const supervisor = this.supervisors.get(kindName);
     if (!kind || !supervisor) throw new Error(`unknown actor kind ${kindName}`);
     const log = this.logger.child({ actor: kindName, key });
-    const entry: LiveActor = { ref: undefined as unknown as Ref<ActorMessage>, timers: new Set(), stopped: false, early: [] };
+    const entry: LiveActor = { ref: undefined as unknown as Ref<ActorMessage>, timers: new Set(), stopped: false, early: [], inOutage: false };
     const clearTimers = (): void => {
       for (const t of entry.timers) clearTimeout(t);
       entry.timers.clear();
@@ -89,6 +100,10 @@ export class ActorRuntime {
           clearTimers();
           const behaviour = kind.create(handle);
           await behaviour.recover();
+          if (entry.inOutage) {
+            entry.inOutage = false;
+            this.wakeOutageRestarts();
+          }
           // What came in while the actor was down goes to the recovered behaviour, in the order it arrived.
           for (const early of entry.early.splice(0)) nact.dispatch(entry.ref, early);
           return { behaviour };
@@ -122,12 +137,21 @@ export class ActorRuntime {
             // The first crash of a streak at warn; the rest of an outage at debug, so a long outage does not flood.
             const level = verdict.crashes === 1 || !verdict.outage ? 'warn' : 'debug';
             log[level]({ err, delayMs: verdict.delayMs, crashes: verdict.crashes, outage: verdict.outage }, 'actor crashed; restarting from its row after a backoff');
-            const timer = setTimeout(() => {
+            entry.inOutage = verdict.outage;
+            let restarted = false;
+            // Once only: the backoff timer and a wake-up (the dependency is back) may both call it.
+            const restart = (): void => {
+              if (restarted) return;
+              restarted = true;
+              clearTimeout(timer);
               entry.timers.delete(timer);
+              this.outageRestarts.delete(id);
               if (!entry.stopped) nact.dispatch(entry.ref, { type: RECOVER });
-            }, verdict.delayMs);
+            };
+            const timer = setTimeout(restart, verdict.delayMs);
             timer.unref();
             entry.timers.add(timer);
+            if (verdict.outage) this.outageRestarts.set(id, restart);
             return ctx.reset;
           }
           log.error({ err, crashes: verdict.crashes, failingForMs: verdict.failingForMs }, 'actor crashed repeatedly; giving up');
@@ -145,6 +169,13 @@ export class ActorRuntime {
     ) as Ref<ActorMessage>;
     this.live.set(id, entry);
     nact.dispatch(entry.ref, { type: RECOVER });
+  }
+
+  /** The dependency is back: every actor waiting out the outage restarts within WAKE_SPREAD_MS, not all at once. */
+  private wakeOutageRestarts(): void {
+    const waiting = [...this.outageRestarts.values()];
+    this.outageRestarts.clear();
+    for (const restart of waiting) setTimeout(restart, Math.random() * WAKE_SPREAD_MS).unref();
   }
 
   tell(kindName: string, key: string, msg: ActorMessage): boolean {
@@ -183,6 +214,7 @@ export class ActorRuntime {
     for (const t of entry.timers) clearTimeout(t);
     this.live.delete(id);
     this.crashes.forget(id);
+    this.outageRestarts.delete(id);
     nact.stop(entry.ref);
   }
 
