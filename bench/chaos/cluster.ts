@@ -89,7 +89,8 @@ ${this.o.specTail}`;
   async start(n: ChaosNode): Promise<void> {
     n.state = 'starting';
     const spec = n.spec;
-    const proc = await startOrchNode({
+    const proc = await startOrchNode(
+      {
       ORCH_CONFIG: path.join(this.o.dir, `${spec.id}.yaml`),
       ORCH_DATA_DIR: path.join(this.o.dir, spec.id),
       DATABASE_URL: this.o.databaseUrl,
@@ -99,6 +100,11 @@ ${this.o.specTail}`;
       ORCH_CLUSTER_GRPC_PORT: String(spec.cluster),
       ORCH_LOG_LEVEL: 'warn',
       ...this.o.env,
+      },
+    ).catch((err: unknown) => {
+      // Down again (a start during the database outage may exit): the caller tries again later.
+      n.state = 'down';
+      throw err;
     });
     n.starts++;
     n.process = proc;

@@ -18,6 +18,8 @@ export interface Delivery {
   runId?: string;
   attempts: number;
   lastError?: string;
+  /** Every answer, in order (status, or the network error), for the report of a problem. */
+  answers: string[];
 }
 
 export const WEBHOOK_SOURCE = 'chaos';
@@ -39,7 +41,7 @@ export class LoadDriver {
     const channels: Channel[] = ['direct', 'stimulus', 'webhook'];
     const channel = channels[this.o.pick(3)]!;
     const i = this.seq++;
-    const d: Delivery = { channel, n: `${this.o.runId}-${i}`, definite: false, attempts: 0, ...(channel !== 'direct' ? { key: `key-${this.o.runId}-${i}` } : {}) };
+    const d: Delivery = { channel, n: `${this.o.runId}-${i}`, definite: false, attempts: 0, answers: [], ...(channel !== 'direct' ? { key: `key-${this.o.runId}-${i}` } : {}) };
     this.deliveries.push(d);
     const p = this.deliver(d).finally(() => this.inFlight.delete(p));
     this.inFlight.add(p);
@@ -70,6 +72,7 @@ export class LoadDriver {
         } catch {
           // not JSON
         }
+        d.answers.push(`${node.spec.id}: ${res.status}${res.status >= 300 ? ` ${text.slice(0, 120)}` : ''}`);
         if (res.status === 201 || res.status === 200) {
           d.definite = true;
           const id = (body.execution_id ?? body.workflow_execution_id) as string | undefined;
@@ -83,6 +86,7 @@ export class LoadDriver {
         d.lastError = `${res.status} ${text.slice(0, 200)}`;
       } catch (err) {
         d.lastError = (err as Error).message;
+        d.answers.push(`${node.spec.id}: ${d.lastError}`);
       }
       await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** Math.min(d.attempts, 4))));
     }

@@ -253,6 +253,17 @@ async function main(): Promise<number> {
     for (const d of undecided.slice(0, 5)) say(`  never answered: ${d.channel} ${d.key ?? d.n} after ${d.attempts} attempt(s): ${d.lastError ?? ''}`);
     for (const [reason, n] of Object.entries(v.failedAgentStates)) say(`  Agent state failed x${n}: ${reason}`);
     for (const what of [...v.lost, ...v.stuck, ...v.duplicatedRuns, ...v.historyProblems].slice(0, 20)) say(`  PROBLEM ${what}`);
+    // What the cluster recorded for the deliveries behind a problem, and what the driver was answered.
+    for (const d of driver.deliveries.filter((x) => v.lost.some((l) => l.includes(x.key ?? x.n)) || v.duplicatedRuns.some((l) => l.includes(x.key ?? x.n)))) {
+      say(`  ${d.channel} ${d.key ?? d.n} answers: ${d.answers.join(' | ')}`);
+      if (d.key) {
+        const rows = await db.query<{ status: string; error: string | null; workflow_execution_id: string | null; created_at: Date }>(
+          'SELECT status, error, workflow_execution_id::TEXT AS workflow_execution_id, created_at FROM stimuli WHERE idempotency_key = $1',
+          [d.key],
+        );
+        for (const r of rows.rows) say(`    stimulus ${r.status} run ${r.workflow_execution_id ?? '-'} at ${r.created_at.toISOString()}: ${r.error ?? ''}`);
+      }
+    }
     say(`faults: ${faults.join(', ')}`);
     await c.stopAll();
     const bad = v.lost.length + v.stuck.length + v.duplicatedRuns.length + v.historyProblems.length;

@@ -84,6 +84,20 @@ test('a frozen hybrid takes its membership row back after SIGCONT, whoever marke
   t.true(later.heartbeat_count > back.heartbeat_count, 'A heartbeats on');
   t.is(a!.child.exitCode, null, 'the same A process, never restarted');
 
+  // A second freeze is handled like the first: B let go of its actor over A's row when A took the row back, so it
+  // can claim the row again (a stale actor left behind would keep B from ever watching A again).
+  t.true(a!.child.kill('SIGSTOP'));
+  await eventually(async () => {
+    const r = await row(aId);
+    return r.status === 'UNHEALTHY' && r.owner_node === bId ? r : undefined;
+  }, 90_000, `B to take A's row again on the second freeze${diag()}`);
+  const thawedAgain = (await s.db.query<{ now: Date }>('SELECT now() AS now')).rows[0]!.now;
+  t.true(a!.child.kill('SIGCONT'));
+  await eventually(async () => {
+    const r = await row(aId);
+    return r.status === 'ACTIVE' && r.owner_node === aId && r.last_heartbeat_at && r.last_heartbeat_at > thawedAgain ? r : undefined;
+  }, 60_000, `A's row ACTIVE again after the second thaw${diag()}`);
+
   // Work proceeds: the run frozen on A ends, and a new run started on A runs to its end.
   const ended = await eventually(async () => {
     const r = await api<{ status: string; blackboard: { acc?: string } }>(A, 'GET', `/v1/workflows/executions/${runId}`);
