@@ -169,6 +169,12 @@ export class StimulusService {
         return { stimulus_id: id, workflow_execution_id: executionId };
       } catch (err) {
         if (err instanceof StimulusError) throw err;
+        // An outage (the database gone mid-statement, a pool that cannot connect) is not a refusal: nothing is
+        // recorded and the key stays free, so the sender's retry with the same key starts the run. Recording it as a
+        // workflow_error would take the key for good with no run behind it (found by the chaos suite: a webhook
+        // retried during a PostgreSQL restart was answered idempotent_duplicate and never ran). The one statement
+        // either committed — the retry is then a duplicate of a started run — or wrote nothing.
+        if (!isOrchError(err) || err.spec.http >= 500) throw err;
         // Refused before anything was written (not deployed, input_schema, ...): recorded below as a workflow_error.
         refused = err;
       }
