@@ -341,3 +341,19 @@ test('bwrap: the kernel\'s global knobs are read-only and no capability is left,
     t.is(r.stdout, 'refused\nCapEff:\t0000000000000000\n', `${user ? 'spec.user' : 'agent'}: ${r.stderr}`);
   }
 });
+
+test('bwrap run() with spec.user: the declared env reaches only the unprivileged command, never the root step that drops to it', async (t) => {
+  if (!needBwrap(t)) return;
+  // LD_DEBUG makes the dynamic loader of every process that gets it report its libraries; had the env reached
+  // setpriv (still root with every capability), LD_PRELOAD of a library the tenant wrote would run as host root.
+  const r = await bw.run(
+    spec({ command: ['/bin/sh', '-c', 'echo "$GREETING"; id -u'], env: { LD_DEBUG: 'files', GREETING: 'hi there' }, user: { uid: 65534, gid: 65534 } }),
+    { timeoutMs: 60_000, maxOutputBytes: 64 * 1024 },
+  );
+  t.is(r.exit_code, 0, r.stderr);
+  t.is(r.stdout, 'hi there\n65534\n');
+  t.regex(r.stderr, /needed by \/bin\/sh|needed by \/usr\/bin\/id/, 'the command itself does get its env');
+  t.notRegex(r.stderr, /setpriv/, 'the root step saw the tenant environment');
+  const bad = await bw.run(spec({ command: ['/bin/sh', '-c', 'true'], env: { 'A=B': 'x' }, user: { uid: 65534, gid: 65534 } }), { timeoutMs: 60_000, maxOutputBytes: 1024 }).then(() => 'ran', (e: Error) => e.message);
+  t.regex(bad, /environment variable name/);
+});

@@ -77,6 +77,7 @@ interface Tracked {
 }
 
 const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin';
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function which(cmd: string): string | undefined {
   for (const dir of (process.env.PATH ?? DEFAULT_PATH).split(':')) {
@@ -177,24 +178,25 @@ export class ProcessRuntime implements ContainerRuntime {
 
   /** Probes once per host user whether bwrap is installed and can create its namespaces (and, for a user to drop
    * to, whether setpriv is there to do it). */
-  private probe(user: SandboxUser | undefined): { bin: string; setpriv?: string } | { reason: string } {
+  private probe(user: SandboxUser | undefined): { bin: string; setpriv?: string; env?: string } | { reason: string } {
     const key = user ? `${user.uid}:${user.gid}` : 'self';
     const cached = this.probes.get(key);
     if (cached) return cached;
     const bin = this.opts.bwrapPath ?? which('bwrap');
     const setpriv = user ? which('setpriv') : undefined;
-    let found: { bin: string; setpriv?: string } | { reason: string };
+    const envBin = user ? which('env') : undefined;
+    let found: { bin: string; setpriv?: string; env?: string } | { reason: string };
     if (!bin) {
       found = { reason: 'bubblewrap (bwrap) is not installed' };
     } else if (!existsSync(bin)) {
       found = { reason: `the bubblewrap binary ${bin} does not exist` };
-    } else if (user && !setpriv) {
-      found = { reason: `setpriv (util-linux) is not installed, so the sandbox cannot drop to uid ${user.uid}` };
+    } else if (user && (!setpriv || !envBin)) {
+      found = { reason: `setpriv (util-linux) and env (coreutils) are needed to drop to uid ${user.uid}, and ${setpriv ? 'env' : 'setpriv'} is not installed` };
     } else {
-      const args = this.bwrapArgs({ command: ['true'], workdir: '/', network: false }, [], {}, user && setpriv ? { user, setpriv } : undefined);
+      const args = this.bwrapArgs({ command: ['true'], workdir: '/', network: false }, [], {}, user && setpriv && envBin ? { user, setpriv, env: envBin } : undefined);
       const probe = spawnSync(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: DEFAULT_PATH }, timeout: 10_000 });
       found = probe.status === 0
-        ? { bin, ...(setpriv ? { setpriv } : {}) }
+        ? { bin, ...(setpriv && envBin ? { setpriv, env: envBin } : {}) }
         : { reason: `bubblewrap (${bin}) cannot create a sandbox here: ${probe.error?.message ?? (probe.stderr?.toString().trim() || `exit ${String(probe.status ?? probe.signal)}`)}` };
     }
     if ('reason' in found) this.log.error({ reason: found.reason }, 'process isolation cannot make a sandbox; commands that need one fail');
@@ -246,7 +248,7 @@ export class ProcessRuntime implements ContainerRuntime {
     spec: Pick<SandboxSpec, 'command' | 'workdir' | 'network'>,
     mounts: SandboxMount[],
     env: Record<string, string>,
-    drop?: { user: SandboxUser; setpriv: string },
+    drop?: { user: SandboxUser; setpriv: string; env: string },
   ): string[] {
     const args = [...this.systemArgs()];
     if (drop) {
@@ -262,13 +264,21 @@ export class ProcessRuntime implements ContainerRuntime {
     for (const m of sorted) args.push(m.readOnly ? '--ro-bind' : '--bind', m.hostPath, m.sandboxPath);
     if (!mounts.some((m) => within(spec.workdir, m.sandboxPath))) args.push('--dir', spec.workdir);
     args.push('--chdir', spec.workdir, '--clearenv');
-    for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
-    args.push('--');
-    if (drop) {
-      const { uid, gid } = drop.user;
-      args.push(drop.setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--');
+    if (!drop) {
+      for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
+      args.push('--', ...spec.command);
+      return args;
     }
-    args.push(...spec.command);
+    // setpriv still runs as root with every capability: it must start with an EMPTY environment (LD_PRELOAD of a
+    // library the tenant wrote into /workspace would otherwise run as host root). The declared environment is set
+    // by `env -i` after the drop, for the unprivileged command alone.
+    const { uid, gid } = drop.user;
+    for (const k of Object.keys(env)) {
+      if (!ENV_NAME.test(k)) throw new Error(`${JSON.stringify(k)} is not a valid environment variable name`);
+    }
+    if (spec.command[0]?.includes('=')) throw new Error(`the command ${spec.command[0]} contains "="`);
+    args.push('--', drop.setpriv, `--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs', '--',
+      drop.env, '-i', '--', ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...spec.command);
     return args;
   }
 
@@ -279,7 +289,7 @@ export class ProcessRuntime implements ContainerRuntime {
     if (!this.unsandboxed) {
       const probe = this.probe(user);
       if ('reason' in probe) throw new SandboxUnavailableError(`no sandbox for ${spec.agentId}: ${probe.reason}; the command was not run (orch never runs it outside a sandbox)`);
-      const drop = user && probe.setpriv ? { user, setpriv: probe.setpriv } : undefined;
+      const drop = user && probe.setpriv && probe.env ? { user, setpriv: probe.setpriv, env: probe.env } : undefined;
       // bwrap itself needs nothing from the environment; the sandbox gets exactly `env` through --setenv.
       return { file: probe.bin, args: this.bwrapArgs(spec, mounts, env, drop), cwd: '/', env: { PATH: env.PATH ?? DEFAULT_PATH }, bwrap: true };
     }
