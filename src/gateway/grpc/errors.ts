@@ -3,12 +3,18 @@
 // detail reaches the caller.
 import { Metadata, status, type ServerErrorResponse } from '@grpc/grpc-js';
 import { Errors, OrchError, isOrchError } from '../../errors/catalog.ts';
+import { DependencyUnavailable, isOutage } from '../../errors/outage.ts';
 
 /** Trailing metadata key carrying the catalogue code (`not_found`, `unauthenticated`, ...) of a failed call. */
 export const ERROR_CODE_METADATA_KEY = 'orch-error-code';
 
 /** The status object a handler's callback or `call.emit('error', ...)` takes. */
 export function toGrpcError(err: unknown): ServerErrorResponse {
+  // A dependency outage under a bare driver error or a 500-class OrchError (a stimulus' workflow_error) is
+  // UNAVAILABLE, which clients retry, as HTTP answers it 503 (../http/errors.ts).
+  if (!(err instanceof DependencyUnavailable) && isOutage(err) && (!isOrchError(err) || err.spec.http >= 500)) {
+    err = new DependencyUnavailable('database', 'a dependency is unavailable; retry later', { cause: err });
+  }
   const orch = isOrchError(err) ? err : undefined;
   const code = orch?.spec.grpc ?? status.INTERNAL;
   const details = orch?.message ?? 'internal error';
