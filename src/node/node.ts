@@ -26,7 +26,7 @@ import { startGrpcServer } from '../gateway/grpc/start.ts';
 import { executionHandlers } from '../gateway/grpc/execution-handlers.ts';
 import { registerAgentRoutes } from '../gateway/http/agent-routes.ts';
 import { AgentService } from '../agents/service.ts';
-import { removeNodeRunRoot } from '../agents/execution/run-dir.ts';
+import { prepareNodeRunRoot, removeNodeRunRoot } from '../agents/execution/run-dir.ts';
 import { startAgentsCapability, type AgentsCapability } from '../agents/capability.ts';
 import { createLlmJudge } from '../agents/execution/judge.ts';
 import { createLlmRegistry } from '../agents/llm/registry.ts';
@@ -108,7 +108,9 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     cleanups.push(() => bus.close());
     const authenticator = await createAuthenticator(config);
 
-    // The gateway sockets' short directory (src/agents/execution/run-dir.ts) goes once the actors have stopped.
+    // The gateway sockets' short directory (src/agents/execution/run-dir.ts): made now (leftovers of nodes whose
+    // data dir is gone are removed), removed once the actors have stopped.
+    await prepareNodeRunRoot(config.dataDir);
     cleanups.push(() => removeNodeRunRoot(config.dataDir));
     const actors = new ActorRuntime(log, `orch-${config.node.id}`);
     cleanups.push(() => actors.shutdown());

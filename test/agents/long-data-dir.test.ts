@@ -4,10 +4,11 @@
 // bubblewrap sandbox and in a podman container, and the socket directory's guarantees are checked directly.
 import test from 'ava';
 import { chmod, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULT_DOCKER_HOST } from '../../src/agents/runtime/docker.ts';
-import { executionRunDir, nodeRunRoot, removeNodeRunRoot, UNIX_SOCKET_PATH_MAX } from '../../src/agents/execution/run-dir.ts';
+import { executionRunDir, nodeRunRoot, prepareNodeRunRoot, removeNodeRunRoot, UNIX_SOCKET_PATH_MAX } from '../../src/agents/execution/run-dir.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { runIterativeScenario, type ScenarioEnv } from './execution-scenarios.ts';
 
@@ -52,4 +53,23 @@ test('the run directory: short socket path, private root, a planted root refused
   await mkdir(root, { mode: 0o777 });
   await chmod(root, 0o777);
   await t.throwsAsync(executionRunDir(dataDir, 'x'), { message: /not a private \(0700\) directory/ });
+});
+
+test('a starting node removes the socket roots of nodes whose data dir is gone, and keeps the others', async (t) => {
+  const live = await mkdtemp(path.join(os.tmpdir(), 'orch-live-'));
+  const gone = await mkdtemp(path.join(os.tmpdir(), 'orch-gone-'));
+  const starting = await mkdtemp(path.join(os.tmpdir(), 'orch-starting-'));
+  t.teardown(async () => {
+    for (const d of [live, gone, starting]) {
+      await removeNodeRunRoot(d);
+      await rm(d, { recursive: true, force: true });
+    }
+  });
+  await executionRunDir(live, '11111111-1111-4111-8111-111111111111');
+  await executionRunDir(gone, '22222222-2222-4222-8222-222222222222');
+  await rm(gone, { recursive: true }); // the node was SIGKILLed and its data dir deleted
+  await prepareNodeRunRoot(starting);
+  t.true(existsSync(nodeRunRoot(starting)));
+  t.true(existsSync(path.join(nodeRunRoot(live), '11111111-1111-4111-8111-111111111111')), 'a root whose data dir exists stays');
+  t.false(existsSync(nodeRunRoot(gone)), 'the leftover is removed');
 });
