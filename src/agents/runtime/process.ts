@@ -290,8 +290,9 @@ export class ProcessRuntime implements ContainerRuntime {
       const probe = this.probe(user);
       if ('reason' in probe) throw new SandboxUnavailableError(`no sandbox for ${spec.agentId}: ${probe.reason}; the command was not run (orch never runs it outside a sandbox)`);
       const drop = user && probe.setpriv && probe.env ? { user, setpriv: probe.setpriv, env: probe.env } : undefined;
-      // bwrap itself needs nothing from the environment; the sandbox gets exactly `env` through --setenv.
-      return { file: probe.bin, args: this.bwrapArgs(spec, mounts, env, drop), cwd: '/', env: { PATH: env.PATH ?? DEFAULT_PATH }, bwrap: true };
+      // bwrap itself needs nothing from the environment (and gets nothing of the spec's): the sandbox gets exactly
+      // `env`, through --setenv, or through `env -i` after the drop.
+      return { file: probe.bin, args: this.bwrapArgs(spec, mounts, env, drop), cwd: '/', env: { PATH: DEFAULT_PATH }, bwrap: true };
     }
     const workdir = resolvePath(mounts, spec.workdir) ?? spec.workdir;
     if (!existsSync(workdir)) throw new Error(`workdir ${spec.workdir} (host ${workdir}) does not exist`);
