@@ -31,6 +31,8 @@ export interface ChaosVerdict {
   failedRuns: number;
   /** Agent states that ended failed (their reasons, counted). */
   failedAgentStates: Record<string, number>;
+  /** Per run, the longest time between two of its recorded events (ms): how long a fault held it up at worst. */
+  longestStallMs: number[];
 }
 
 export async function judge(db: Db, deliveries: Delivery[], effectsFile: string, modelCalls: Map<string, number>): Promise<ChaosVerdict> {
@@ -57,6 +59,7 @@ export async function judge(db: Db, deliveries: Delivery[], effectsFile: string,
     completed: runs.filter((r) => r.status === 'completed').length,
     failedRuns: runs.filter((r) => r.status === 'failed').length,
     failedAgentStates: {},
+    longestStallMs: [],
   };
   for (const d of deliveries) {
     const mine = byN.get(d.n) ?? [];
@@ -103,6 +106,14 @@ export async function judge(db: Db, deliveries: Delivery[], effectsFile: string,
     [WORKFLOW],
   );
   for (const r of terminals.rows) v.historyProblems.push(`execution ${r.id}: ${r.n} terminal events`);
+  const stalls = await db.query<{ ms: number }>(
+    `SELECT max(gap)::FLOAT8 AS ms FROM (
+       SELECT e.execution_id, extract(epoch FROM e.recorded_at - lag(e.recorded_at) OVER (PARTITION BY e.execution_id ORDER BY e.seq)) * 1000 AS gap
+       FROM workflow_events e JOIN workflow_executions w ON w.id = e.execution_id WHERE w.workflow_name = $1) g
+     GROUP BY execution_id`,
+    [WORKFLOW],
+  );
+  v.longestStallMs = stalls.rows.map((r) => Number(r.ms)).filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   // Side effects: one line per (run, state) the System state appended.
   const lines = (await readFile(effectsFile, 'utf8').catch(() => '')).split('\n').filter((l) => l.length > 0);
   const seen = new Map<string, number>();

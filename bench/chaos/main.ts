@@ -264,6 +264,8 @@ async function main(): Promise<number> {
         for (const r of rows.rows) say(`    stimulus ${r.status} run ${r.workflow_execution_id ?? '-'} at ${r.created_at.toISOString()}: ${r.error ?? ''}`);
       }
     }
+    const q = (p: number): number => Math.round(v.longestStallMs[Math.min(v.longestStallMs.length - 1, Math.floor((p / 100) * v.longestStallMs.length))] ?? 0);
+    say(`longest stall per run (between two recorded events, the Agent state's own time included): p50 ${q(50)} ms, p90 ${q(90)} ms, p99 ${q(99)} ms, max ${q(100)} ms`);
     say(`faults: ${faults.join(', ')}`);
     await c.stopAll();
     const bad = v.lost.length + v.stuck.length + v.duplicatedRuns.length + v.historyProblems.length;
