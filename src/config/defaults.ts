@@ -66,8 +66,14 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       ...(s.cluster?.execution_lease_seconds ? { execution_lease_seconds: s.cluster.execution_lease_seconds } : {}),
       ...(s.cluster?.worker_wait_seconds !== undefined ? { worker_wait_seconds: s.cluster.worker_wait_seconds } : {}),
     },
-    database: s.database?.url ? { url: s.database.url } : {},
-    redis: s.redis?.url ? { url: s.redis.url } : {},
+    database: {
+      ...(s.database?.url ? { url: s.database.url } : {}),
+      ...(s.database?.startup_wait_seconds !== undefined ? { startup_wait_seconds: s.database.startup_wait_seconds } : {}),
+    },
+    redis: {
+      ...(s.redis?.url ? { url: s.redis.url } : {}),
+      ...(s.redis?.startup_wait_seconds !== undefined ? { startup_wait_seconds: s.redis.startup_wait_seconds } : {}),
+    },
     llm_providers: (s.llm_providers ?? []).map((p) => ({ ...p, models: p.models.map((m) => ({ ...m })) })),
     runtime: {
       default_isolation: s.runtime?.default_isolation ?? DEFAULTS.isolation,

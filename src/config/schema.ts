@@ -66,8 +66,12 @@ const spec = obj({
   }),
   database: obj({
     url: { type: 'string', pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' },
+    startup_wait_seconds: { type: 'number', minimum: 0, maximum: 86400 },
   }),
-  redis: obj({ url: { type: 'string', pattern: '^rediss?://', 'x-expect': 'a redis:// or rediss:// URL' } }),
+  redis: obj({
+    url: { type: 'string', pattern: '^rediss?://', 'x-expect': 'a redis:// or rediss:// URL' },
+    startup_wait_seconds: { type: 'number', minimum: 0, maximum: 86400 },
+  }),
   auth: obj({
     issuer: nonEmpty,
     audience: nonEmpty,
@@ -182,8 +186,8 @@ export interface NodeConfigFileSpec {
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
   cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number; join_token?: string; allowed_node_keys?: string[]; execution_lease_seconds?: number; worker_wait_seconds?: number };
-  database?: { url?: string };
-  redis?: { url?: string };
+  database?: { url?: string; startup_wait_seconds?: number };
+  redis?: { url?: string; startup_wait_seconds?: number };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
   llm_providers?: { name: string; type: (typeof LLM_TYPES)[number]; endpoint?: string; api_key?: string; models: { alias: string; model: string }[] }[];
   runtime?: {

@@ -82,10 +82,13 @@ export interface NodeConfig {
     /** How long a controller keeps an execution pending while no ACTIVE worker meets its request (default 60; 0: fail at once). */
     worker_wait_seconds?: number;
   };
-  /** Absent url: embedded PGlite under dataDir. */
-  database: { url?: string };
-  /** Absent url: in-process bus. */
-  redis: { url?: string };
+  /**
+   * Absent url: embedded PGlite under dataDir. startup_wait_seconds: how long a starting node waits for a server
+   * that is down (an outage, not a refusal such as bad credentials) before it gives up (default 60; 0: at once).
+   */
+  database: { url?: string; startup_wait_seconds?: number };
+  /** Absent url: in-process bus. startup_wait_seconds as for the database. */
+  redis: { url?: string; startup_wait_seconds?: number };
   /** Absent: dev identity mode (keys under dataDir). */
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
   llm_providers: LlmProviderConfig[];

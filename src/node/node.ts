@@ -8,6 +8,10 @@ import type { EventBus } from '../bus/bus.ts';
 import type { Authenticator } from '../auth/principal.ts';
 import { openDb } from '../storage/open.ts';
 import { openBus } from '../bus/open.ts';
+import { retryThroughOutage } from '../storage/outage-retry.ts';
+
+/** How long a starting node waits for its database or Redis by default. */
+const DEFAULT_STARTUP_WAIT_SECONDS = 60;
 import { createAuthenticator } from '../auth/authenticator.ts';
 import { ActorRuntime } from '../actors/runtime.ts';
 import { recoverAll, type RecoveryReport } from '../actors/recovery.ts';
@@ -99,12 +103,22 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log.error({ err }, 'cleanup failed'));
   };
   try {
-    const db = await openDb({ url: config.database.url, dataDir: config.dataDir }, log);
+    // A node (re)started while PostgreSQL or Redis is down waits for it (issue 20), bounded by startup_wait_seconds.
+    const startupWait = (s: number | undefined): number => Math.round((s ?? DEFAULT_STARTUP_WAIT_SECONDS) * 1000);
+    const db = await retryThroughOutage(() => openDb({ url: config.database.url, dataDir: config.dataDir }, log), {
+      maxElapsedMs: startupWait(config.database.startup_wait_seconds),
+      logger: log,
+      what: 'connect to the database at start',
+    });
     cleanups.push(() => db.close());
     // Cluster gauges (orch_cluster_nodes, heartbeats) at /metrics, read from cluster_nodes at scrape time.
     const unobserveNodes = observeClusterNodes(db);
     cleanups.push(async () => unobserveNodes());
-    const bus = await openBus({ url: config.redis.url }, log);
+    const bus = await retryThroughOutage(() => openBus({ url: config.redis.url }, log), {
+      maxElapsedMs: startupWait(config.redis.startup_wait_seconds),
+      logger: log,
+      what: 'connect to Redis at start',
+    });
     cleanups.push(() => bus.close());
     const authenticator = await createAuthenticator(config);
 

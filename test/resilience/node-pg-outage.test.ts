@@ -188,3 +188,27 @@ test.serial('PostgreSQL down 60 s: no actor gives up, every run completes after 
   t.timeout(6 * 60_000);
   await outage(t, 60_000);
 });
+
+test.serial('a node started while PostgreSQL is down waits for it and starts when it returns', async (t) => {
+  const server = await startPrivatePostgres();
+  t.teardown(() => server.cleanup());
+  const url = await server.createDatabase();
+  await server.kill();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-pg-late-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const nodeId = `pglate-${Math.random().toString(36).slice(2, 8)}`;
+  const configFile = path.join(dir, 'node.yaml');
+  await writeFile(configFile, `apiVersion: orch.dev/v1\nkind: NodeConfig\nmetadata: { name: ${nodeId} }\nspec:\n  node: { id: ${nodeId}, role: hybrid }\n  database: { startup_wait_seconds: 300 }\n`);
+  const starting = startOrchNode({ ORCH_CONFIG: configFile, ORCH_DATA_DIR: path.join(dir, 'data'), DATABASE_URL: url, REDIS_URL: undefined });
+  let failed: unknown;
+  starting.then((n) => t.teardown(() => void n.child.kill('SIGKILL')), (err: unknown) => (failed = err));
+  // Longer than a start that gives up at once takes (old code: exit 1, "cannot connect to the database").
+  await new Promise((r) => setTimeout(r, 8_000));
+  t.is(failed, undefined, `the node gave up while the database was down: ${String(failed)}`);
+  await server.start();
+  const node = await starting;
+  t.is(node.child.exitCode, null);
+  t.regex(node.stderr(), /dependency unavailable; retrying/);
+  const ready = await fetch(`${node.banner.http}/health/ready`);
+  t.is(ready.status, 200);
+});
