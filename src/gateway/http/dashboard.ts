@@ -20,11 +20,13 @@ export async function registerDashboard(app: FastifyInstance, dir = DEFAULT_UI_D
     root: dir,
     prefix: '/ui/',
     index: ['index.html'],
+    // setHeaders owns cache-control: @fastify/static 9 writes its own default after setHeaders runs, so it is off.
+    cacheControl: false,
     // Hashed asset names: cache them; index.html names them, so it is always revalidated.
     setHeaders: (res, file) => {
-      res.header('content-security-policy', CSP);
-      res.header('x-content-type-options', 'nosniff');
-      res.header('cache-control', file.endsWith('index.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
+      res.setHeader('content-security-policy', CSP);
+      res.setHeader('x-content-type-options', 'nosniff');
+      res.setHeader('cache-control', file.endsWith('index.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
     },
   });
   app.get('/ui', async (_request, reply) => reply.redirect('/ui/', 302));
