@@ -16,18 +16,23 @@ export async function registerDashboard(app: FastifyInstance, dir = DEFAULT_UI_D
     app.get('/ui', async (_request, reply) => reply.status(503).send({ error: 'the dashboard is not built: run npm run build:ui' }));
     return;
   }
-  await app.register(fastifyStatic, {
-    root: dir,
-    prefix: '/ui/',
-    index: ['index.html'],
-    // setHeaders owns cache-control: @fastify/static 9 writes its own default after setHeaders runs, so it is off.
-    cacheControl: false,
-    // Hashed asset names: cache them; index.html names them, so it is always revalidated.
-    setHeaders: (res, file) => {
-      res.setHeader('content-security-policy', CSP);
-      res.setHeader('x-content-type-options', 'nosniff');
-      res.setHeader('cache-control', file.endsWith('index.html') ? 'no-cache' : 'public, max-age=31536000, immutable');
-    },
+  // The headers are set in an onSend hook of this scope rather than by @fastify/static's setHeaders, whose response
+  // object changed between majors (a raw ServerResponse in 9, a reply-like one in 10) and which writes its own
+  // cache-control after setHeaders runs; cacheControl is off so ours is the only one.
+  await app.register(async (scope) => {
+    scope.addHook('onSend', async (request, reply, payload) => {
+      reply.header('content-security-policy', CSP);
+      reply.header('x-content-type-options', 'nosniff');
+      if (reply.statusCode < 400) reply.header('cache-control', cacheControlFor(request.url));
+      return payload;
+    });
+    await scope.register(fastifyStatic, { root: dir, prefix: '/ui/', index: ['index.html'], cacheControl: false });
   });
   app.get('/ui', async (_request, reply) => reply.redirect('/ui/', 302));
+}
+
+// Hashed asset names: cache them for good; the index names them, so it is always revalidated.
+function cacheControlFor(url: string): string {
+  const pathname = url.split('?')[0] ?? url;
+  return pathname.endsWith('/') || pathname.endsWith('.html') ? 'no-cache' : 'public, max-age=31536000, immutable';
 }
