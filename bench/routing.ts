@@ -132,7 +132,8 @@ export async function benchWorkerLoss(rounds: number, out: (line: string) => voi
   try {
     const { url: llmUrl, asked } = await startHoldingLlm(cleanup);
     const start = nodeStarter(cleanup, await scratch(cleanup, 'orch-bench-loss-'), { env: { ORCH_LOG_LEVEL: 'warn' } });
-    const ctl = await start('ctl', '  node: { id: ctl, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n');
+    // worker_wait_seconds 0: measures the loss itself (worker_lost at once), not a wait for the worker to return.
+    const ctl = await start('ctl', '  node: { id: ctl, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3, worker_wait_seconds: 0 }\n');
     const C = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
     const dep = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: AGENT });
     if (dep.status !== 201) throw new Error(`deploy: ${JSON.stringify(dep.body)}`);

@@ -80,11 +80,16 @@ export class WorkerClients {
 
 export type LostOutcome = 'failed' | 'rerouted' | 'resumed' | 'unchanged';
 
-/** The resume rule of a controller: a survivor is an ACTIVE worker, other than the lost one, meeting the request. */
-export function routerResumePolicy(router: ExecutionRouter, maxResumes = MAX_RESUMES): ResumePolicy {
+/**
+ * The resume rule of a controller: a survivor is an ACTIVE worker, other than the lost one, meeting the request. With
+ * `waitForOne` (spec.cluster.worker_wait_seconds > 0) an execution is taken back even when none is there now: its
+ * ForwardingActor then waits for one (the lost worker too, once it heartbeats again) up to the bound, and only then
+ * fails it `worker_lost` — both workers down at once no longer fails every running Agent state at once.
+ */
+export function routerResumePolicy(router: ExecutionRouter, maxResumes = MAX_RESUMES, waitForOne = false): ResumePolicy {
   return {
     maxResumes,
-    survivorFor: async (row, lost) => (await router.candidates(requirementsOf(row.manifest), [lost])).length > 0,
+    survivorFor: async (row, lost) => waitForOne || (await router.candidates(requirementsOf(row.manifest), [lost])).length > 0,
   };
 }
 
@@ -501,7 +506,8 @@ async function lostExecutions(db: Db): Promise<{ id: string; owner_node: string 
 }
 
 export function startForwarding(settings: ForwardingSettings): ForwardingCapability {
-  const s: ForwardingSettings = { ...settings, resume: settings.resume ?? routerResumePolicy(settings.router) };
+  const waits = (settings.workerWaitMs ?? DEFAULT_WORKER_WAIT_MS) > 0;
+  const s: ForwardingSettings = { ...settings, resume: settings.resume ?? routerResumePolicy(settings.router, MAX_RESUMES, waits) };
   const clients = new WorkerClients();
   const kind: ActorKind<ForwardMessage> = {
     name: EXECUTION_KIND,

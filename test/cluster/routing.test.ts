@@ -33,7 +33,8 @@ test.serial('one controller, three workers: round-robin, tag routing, drain, SIG
   const llmSection = llmProviders(llm.url);
   const start = nodeStarter(t, s);
   const ctlId = `ctl-${sfx}`;
-  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
+  // worker_wait_seconds 0: an execution whose worker is lost with no survivor fails at once (what section 4 shows).
+  const ctl = await start(ctlId, `  node: { id: ${ctlId}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3, worker_wait_seconds: 0 }\n`);
   t.truthy(ctl.banner.cluster);
   const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
   const ids = { a: `wa-${sfx}`, b: `wb-${sfx}`, c: `wc-${sfx}` };

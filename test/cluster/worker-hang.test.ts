@@ -36,7 +36,8 @@ test('a frozen worker (no RST, heartbeats stop) is found by the heartbeat deadli
   const db = s.db;
   const start = nodeStarter(t, s);
   const sfx = Math.random().toString(36).slice(2, 7);
-  const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3 }\n`);
+  // worker_wait_seconds 0: the lone worker's loss fails its execution at once rather than waiting for it to return.
+  const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3, worker_wait_seconds: 0 }\n`);
   const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
   const wid = `w-${sfx}`;
   const worker = await start(

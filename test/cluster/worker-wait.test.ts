@@ -6,7 +6,7 @@
 import test from 'ava';
 import { eventually } from '../support/node-process.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
-import { allActive, llmProviders, nodeStarter, scratch } from './processes.ts';
+import { allActive, conversation, executionEnd, llmProviders, nodeStarter, scratch } from './processes.ts';
 import { api, type Api } from './support.ts';
 
 const AGENT = `apiVersion: orch.dev/v1
@@ -107,4 +107,47 @@ test('with no worker past the bound, the Agent state fails with a reason that sa
   t.true(waited >= waitSeconds * 1000, `failed after ${waited} ms, before the ${waitSeconds} s bound`);
   t.true(waited < waitSeconds * 1000 + 30_000, `failed ${waited} ms after it was created`);
   t.regex(ask?.error ?? '', /no ACTIVE worker meets the request \(any\); none came within/);
+});
+
+test('the only worker killed mid-execution: the execution waits for a worker and resumes on the restarted one instead of failing worker_lost', async (t) => {
+  t.timeout(6 * 60_000);
+  // The first model call is held (the worker dies in it); any later one is answered at once.
+  const held: (() => void)[] = [];
+  let asks = 0;
+  const llm = await startScriptedLlm(async (body) => {
+    if (conversation(body).includes('hold:lone')) {
+      asks++;
+      if (asks === 1) await new Promise<void>((r) => held.push(r));
+    }
+    return { content: 'forty-two' };
+  });
+  t.teardown(() => {
+    for (const r of held) r();
+    return llm.close();
+  });
+  const s = await scratch(t, 'orch-worker-wait-lost-');
+  const start = nodeStarter(t, s);
+  const sfx = Math.random().toString(36).slice(2, 7);
+  const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, missed_heartbeats: 3, worker_wait_seconds: 120 }\n`);
+  const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
+  const wid = `w-${sfx}`;
+  const workerSpec = `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1 }\n${llmProviders(llm.url)}`;
+  const worker = await start(wid, workerSpec);
+  await allActive(C, [wid], 60_000, 'the worker to join');
+  const deployed = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: AGENT });
+  t.is(deployed.status, 201);
+  const started = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: deployed.body.agent_id, input: 'hold:lone' });
+  t.is(started.status, 200, JSON.stringify(started.body));
+  const id = started.body.execution_id;
+  await eventually(async () => (asks === 1 ? true : undefined), 60_000, 'the execution to ask the model on the worker');
+  t.is(await worker.kill('SIGKILL'), 'SIGKILL');
+  // The controller notices the loss and keeps the execution, waiting (no survivor now).
+  await eventually(async () => (/waiting for one/.test(ctl.stderr()) ? true : undefined), 60_000, `the controller to wait for a worker\n${ctl.stderr().slice(-2000)}`);
+  t.is((await api<{ status: string }>(C, 'GET', `/v1/executions/${id}`)).body.status, 'running', 'not failed worker_lost');
+  // The worker comes back (same node id and data); the execution resumes there from its journal and completes.
+  const again = await start(wid, workerSpec);
+  const done = await executionEnd(C, id, 120_000, `the execution to finish\n${ctl.stderr().slice(-2000)}\n${again.stderr().slice(-2000)}`);
+  t.is(done.status, 'completed', JSON.stringify(done));
+  t.is(done.final_output, 'forty-two');
+  t.true(asks >= 2, 'the model was asked again after the resume');
 });
