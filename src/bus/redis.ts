@@ -98,7 +98,15 @@ export class RedisBus implements EventBus {
   }
 
   async publish(event: BusEvent): Promise<void> {
-    await this.pub.publish(this.prefix + event.stream, JSON.stringify(event));
+    const sent = this.pub.publish(this.prefix + event.stream, JSON.stringify(event));
+    if (this.pub.status === 'ready') {
+      await sent;
+      return;
+    }
+    // Redis is down: the PUBLISH waits in the offline queue and goes out, in order, once Redis is back. The caller
+    // (an actor's step, a start) does not wait for that: pub/sub promises no delivery anyway, and subscribers read
+    // what they missed from history when they reconnect. Waiting would stall every actor and hang every start.
+    sent.catch((err: unknown) => this.logger?.warn({ err, stream: event.stream }, 'publish queued during a Redis outage failed'));
   }
 
   async subscribe(stream: string, onEvent: (event: BusEvent) => void, options: SubscribeOptions = {}): Promise<Subscription> {

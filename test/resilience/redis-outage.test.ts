@@ -1,6 +1,7 @@
-// The Redis bus through a Redis restart (issue 20, defect 1): calls made while Redis is down wait for it instead of
-// failing after three retries (a rejected SUBSCRIBE killed a worker), and an ordered subscription resumes after
-// the restart with everything published meanwhile, history first, in order, each event once.
+// The Redis bus through a Redis restart (issue 20, defect 1): a SUBSCRIBE made while Redis is down waits for it
+// instead of failing after three retries (a rejected SUBSCRIBE killed a worker), a publish is queued, and an
+// ordered subscription resumes after the restart with everything published meanwhile, history first, in order,
+// each event once.
 import test from 'ava';
 import { RedisBus } from '../../src/bus/redis.ts';
 import type { BusEvent, HistorySource } from '../../src/bus/bus.ts';
@@ -25,7 +26,7 @@ class History implements HistorySource {
   }
 }
 
-test('a Redis restart: subscribe and publish wait for it, subscriptions resync from history, nothing is lost or repeated', async (t) => {
+test('a Redis restart: subscribe waits for it, a publish goes out after it, subscriptions resync from history, nothing is lost or repeated', async (t) => {
   const redis = await startPrivateRedis();
   t.teardown(() => redis.cleanup());
   const bus = await RedisBus.open(redis.url, { logger: silentLogger(), channelPrefix: `orch-test:resil:${Date.now()}:` });
@@ -46,7 +47,8 @@ test('a Redis restart: subscribe and publish wait for it, subscriptions resync f
   const late = bus.subscribe('execution:b', (e) => lateSeen.push(e.seq), { fromSeq: 1, history });
   let lateFailed: unknown;
   late.catch((err: unknown) => (lateFailed = err));
-  // Published during the outage: one through this bus (queued), one lost with another node's connection.
+  // Published during the outage: one through this bus (queued; the call returns at once), one lost with another
+  // node's connection.
   const queued = bus.publish(history.append('execution:a', 'three'));
   history.append('execution:a', 'terminal');
   // Longer than three retries took before (about 4 s in the issue).
