@@ -43,7 +43,8 @@ export function createJwtAuthenticator(options: JwtAuthenticatorOptions): Authen
       } catch (err) {
         throw toAuthError(err);
       }
-      return principalFromClaims(payload, tenantHeader);
+      const principal = principalFromClaims(payload, tenantHeader);
+      return typeof payload.exp === 'number' ? { ...principal, expiresAt: payload.exp * 1000 } : principal;
     },
   };
 }

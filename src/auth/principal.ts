@@ -17,6 +17,8 @@ export interface Principal {
   isServiceAccount: boolean;
   /** True when `tenantId` came from X-Tenant-Id / x-tenant-id. */
   delegated: boolean;
+  /** When the token stops being valid (its `exp`, ms since the epoch); long-lived sessions (the live feed) end then. */
+  expiresAt?: number;
 }
 
 /** Who is looking at a registry (agents, workflow definitions): what decides which rows a listing shows. */

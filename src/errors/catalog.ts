@@ -29,6 +29,8 @@ export const Errors = {
   STORAGE_FULL: spec('storage_full', 507, GrpcStatus.RESOURCE_EXHAUSTED),
   /** A path leaves its volume (`..`, an absolute path outside it, a symbolic link pointing out). */
   PATH_OUTSIDE_BOUNDARY: spec('path_outside_boundary', 400, GrpcStatus.INVALID_ARGUMENT),
+  /** A request body or manifest larger than its limit (docs/SECURITY.md "Input bounds and bad input"). */
+  PAYLOAD_TOO_LARGE: spec('payload_too_large', 413, GrpcStatus.RESOURCE_EXHAUSTED),
   /** A remote provider the node depends on (the payment provider) failed or refused the node's credentials. */
   BAD_GATEWAY: spec('bad_gateway', 502, GrpcStatus.UNAVAILABLE),
 } as const;

@@ -25,10 +25,32 @@ export const REDACT_PATHS = [
   ...SECRET_KEYS.map((k) => `*.*.${k}`),
 ];
 
+/**
+ * Fields of an error object that carry what a caller sent, not what went wrong: a database error from PGlite holds
+ * the statement's parameters (`params`: a webhook's whole body and headers, a run's input), others a request
+ * `body` or `headers`. An error log line keeps the error's type, message, code and stack, never these.
+ */
+const CALLER_DATA_KEYS = new Set(['params', 'parameters', 'values', 'queryOptions', 'body', 'rawBody', 'headers', 'request', 'input']);
+
+/** pino's error serializer without CALLER_DATA_KEYS, also in nested errors (`cause`, aggregate errors). */
+export function serializeError(err: unknown): unknown {
+  const out = pino.stdSerializers.err(err as Error) as unknown;
+  const strip = (v: unknown, depth: number): unknown => {
+    if (depth > 4 || typeof v !== 'object' || v === null) return v;
+    for (const key of Object.keys(v)) {
+      if (CALLER_DATA_KEYS.has(key)) (v as Record<string, unknown>)[key] = '[redacted]';
+      else strip((v as Record<string, unknown>)[key], depth + 1);
+    }
+    return v;
+  };
+  return strip(out, 0);
+}
+
 export function createLogger(config: LoggerConfig = {}): Logger {
   const options: LoggerOptions = {
     level: config.level ?? 'info',
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    serializers: { err: serializeError, error: serializeError },
     base: { pid: process.pid },
     // trace_id and span_id of the active span (when tracing is on), so a log line can be found from its trace.
     mixin: activeTraceIds,

@@ -23,7 +23,7 @@ import { advertisedAddress } from '../cluster/advertise.ts';
 import { ClusterService } from '../cluster/service.ts';
 import { startControllerCluster, startWorkerCluster, type ControllerCluster, type WorkerCluster } from '../cluster/capability.ts';
 import { SwappableLlmRegistry } from '../cluster/managed-config.ts';
-import { buildHttpApp } from '../gateway/http/app.ts';
+import { buildHttpApp, registeredRoutes, type RouteInfo } from '../gateway/http/app.ts';
 import { createRuntimeServer } from '../gateway/grpc/runtime-server.ts';
 import { createClusterServer } from '../cluster/grpc/cluster-server.ts';
 import { startGrpcServer } from '../gateway/grpc/start.ts';
@@ -85,6 +85,8 @@ export interface RunningNode {
   readonly volumes: VolumeService;
   /** The node's one tool catalog (loop, SEAL, MCP); docs/TOOLS.md. */
   readonly tools: NodeToolCatalog;
+  /** Every HTTP route this node serves (method and URL pattern). */
+  readonly httpRoutes: readonly RouteInfo[];
   /** Graceful stop: refuse new work, finish what is in flight, release rows, close the stores. */
   stop(): Promise<void>;
   /** Resolves with the reason when a controller told this worker to shut down (the CLI then stops the process). */
@@ -379,6 +381,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       recovered,
       volumes,
       tools: catalog,
+      httpRoutes: registeredRoutes(app),
       shutdownRequested,
       ...(controllerCluster ? { controllerCluster } : {}),
       ...(workerCluster ? { workerCluster } : {}),

@@ -13,7 +13,8 @@ export interface StimulusView {
   headers: Record<string, string>;
 }
 
-function parsedOrUndefined(text: string): unknown {
+/** The content's JSON value, or undefined when it is not JSON. */
+export function parsedContent(text: string): unknown {
   const t = text.trim();
   if (t === '') return undefined;
   try {
@@ -24,7 +25,7 @@ function parsedOrUndefined(text: string): unknown {
 }
 
 export function workflowInputFor(s: StimulusView, template: string | undefined): unknown {
-  const data = parsedOrUndefined(s.content);
+  const data = parsedContent(s.content);
   if (template === undefined) return { source: s.source, content: s.content, headers: s.headers, ...(data !== undefined ? { data } : {}) };
   const content = data ?? s.content;
   // The renderer takes a workflow scope; the stimulus fields are laid over an empty one.
@@ -42,6 +43,6 @@ export function workflowInputFor(s: StimulusView, template: string | undefined):
     stimulus_id: s.id,
   };
   const rendered = renderTemplate(template, scope);
-  const parsed = parsedOrUndefined(rendered);
+  const parsed = parsedContent(rendered);
   return parsed ?? rendered;
 }

@@ -11,7 +11,8 @@ import type { Db } from '../storage/db.ts';
 import type { RunRequest } from '../workflow/service.ts';
 import type { StartStimulus } from '../workflow/engine/starts.ts';
 import { StimulusError } from './errors.ts';
-import { workflowInputFor } from './input.ts';
+import { parsedContent, workflowInputFor } from './input.ts';
+import { refuseNul } from '../util/no-nul.ts';
 import * as repo from './repo.ts';
 import type { Classification, StimulusClassifier } from './router.ts';
 
@@ -146,6 +147,11 @@ export class StimulusService {
       throw new OrchError(Errors.BAD_REQUEST, `idempotency_key must be a string of at most ${MAX_KEY} characters`);
     }
     const headers = checkHeaders(req.headers);
+    refuseNul(req.content, 'content');
+    refuseNul(key, 'idempotency_key');
+    refuseNul(headers, 'headers');
+    // JSON content becomes the workflow's input (jsonb): an escaped NUL in it (`\u0000`) would fail there.
+    refuseNul(parsedContent(req.content), 'content');
     const source = req.source;
     const content = req.content;
     const tenant = req.tenant;

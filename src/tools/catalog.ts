@@ -1,7 +1,8 @@
 // The node's tool catalog (seed 001): one set of built-in tool definitions behind every caller — the refinement
 // loop (origin inner_loop), SEAL invocations from agent containers and MCP clients. call() runs, in order:
 //   1. unknown tool                         → ToolNotFound
-//   2. missing or null required argument    → InvalidArguments ("missing required argument "<field>" for tool <name>")
+//   2. missing or null required argument    → InvalidArguments ("missing required argument "<field>" for tool <name>");
+//      an argument of the wrong kind for its declared type (arg-types.ts) → InvalidArguments
 //   3. the caller's SecurityContext          → ToolNotAllowed; the handlers check paths, domains and commands
 //                                              (PathOutsideBoundary, DomainNotAllowed, CommandNotAllowed, …)
 //   4. the handler; an exception of the operating system becomes NOT_FOUND, PERMISSION_DENIED or StorageFull,
@@ -26,6 +27,7 @@ import type { NodeConfig } from '../config/types.ts';
 import { Errors, isOrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
+import { argumentTypeError } from './arg-types.ts';
 import { cmdCeilingsOf, cmdTools } from './builtin/cmd.ts';
 import { fsTools } from './builtin/fs.ts';
 import { orchTools } from './builtin/orch.ts';
@@ -191,6 +193,8 @@ export function createToolCatalog(deps: ToolCatalogDeps): NodeToolCatalog {
       for (const field of def.required) {
         if (isMissing(args[field])) return { ok: false, error: { error: 'InvalidArguments', message: `missing required argument "${field}" for tool ${name}` } };
       }
+      const wrongType = argumentTypeError(name, def.inputSchema, args);
+      if (wrongType) return { ok: false, error: { error: 'InvalidArguments', message: wrongType } };
       if (!isToolAllowed(ctx.context, name)) {
         return { ok: false, error: { error: 'ToolNotAllowed', message: `${name} is not allowed in security context ${ctx.context.name}` } };
       }

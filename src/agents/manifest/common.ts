@@ -4,16 +4,32 @@
 import type { ErrorObject } from 'ajv';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { keyOf } from '../../config/paths.ts';
+import { MANIFEST_LIMITS, scanLimits, walkLimits } from './yaml-limits.ts';
+import { firstNul } from '../../util/no-nul.ts';
 
 export interface FieldError {
   field: string;
   message: string;
 }
 
-/** Parses one YAML document; on syntax errors answers the first three, each with its 1-based line. */
+/**
+ * Parses one YAML document within MANIFEST_LIMITS (yaml-limits.ts: size, nodes, aliases and flow nesting counted
+ * before composing; depth and duplicate keys after); on syntax errors answers the first three, each with its
+ * 1-based line.
+ */
 export function parseYamlDocument(text: string): { ok: true; doc: Document } | { ok: false; errors: (FieldError & { line: number })[] } {
+  const over = scanLimits(text);
+  if (over) return { ok: false, errors: [{ field: '(root)', message: over.message, line: 1 }] };
   const lines = new LineCounter();
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter: lines });
+  // uniqueKeys is off: the parser's own check is quadratic in the keys of a mapping; walkLimits does it linearly.
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: false, lineCounter: lines });
+  if (doc.errors.length === 0) {
+    const bad = walkLimits(doc);
+    if (bad) {
+      const line = lines.linePos(bad.offset).line;
+      return { ok: false, errors: [{ field: '(root)', message: `invalid YAML at line ${line}: ${bad.message}`, line }] };
+    }
+  }
   if (doc.errors.length > 0) {
     // One mistake cascades into many parser errors; the first few are what helps.
     return {
@@ -25,6 +41,23 @@ export function parseYamlDocument(text: string): { ok: true; doc: Document } | {
     };
   }
   return { ok: true, doc };
+}
+
+/**
+ * The document as plain values. Aliases expand here; a document whose aliases would expand beyond
+ * MANIFEST_LIMITS.maxAliases references (an alias bomb) is a field error, not an exception.
+ */
+export function yamlValue(doc: Document): { ok: true; value: unknown } | { ok: false; errors: FieldError[] } {
+  try {
+    const value: unknown = doc.toJS({ maxAliasCount: MANIFEST_LIMITS.maxAliases });
+    // YAML's "\0" escape (or a JSON body's \u0000) makes a NUL, which no store can keep (util/no-nul.ts).
+    const nul = firstNul(value, '');
+    if (nul !== undefined) return { ok: false, errors: [{ field: nul.replace(/^\./, '') || '(root)', message: 'must not contain NUL (\\0) characters' }] };
+    return { ok: true, value };
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { ok: false, errors: [{ field: '(root)', message: `YAML aliases expand too far (${why.split('\n')[0] ?? why})` }] };
+  }
 }
 
 /** ajv errors → field errors; `patternMessage(pointer, pattern)` words a failed `pattern`. Duplicates are dropped. */

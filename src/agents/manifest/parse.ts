@@ -3,9 +3,9 @@
 // schema.ts (structure, unknown keys), then what a schema cannot say well: known tool names, supported runtime
 // pairs, and the unit forms of memory, cpu and timeouts. Defaults are filled in only when everything passed.
 import { Ajv, type ValidateFunction } from 'ajv';
-import { isScalar, type Document } from 'yaml';
+import { isMap, isScalar, type Document } from 'yaml';
 import { segmentsOf } from '../../config/paths.ts';
-import { parseYamlDocument, schemaErrors } from './common.ts';
+import { parseYamlDocument, schemaErrors, yamlValue } from './common.ts';
 import { KNOWN_TOOLS } from './known-tools.ts';
 import { CUSTOM_LANGUAGE, isSupportedRuntime, languages, versionsOf } from './runtimes.ts';
 import { agentManifestSchema } from './schema.ts';
@@ -118,11 +118,15 @@ function keepScalarText(doc: Document, text: string): void {
   };
   asText(['metadata', 'version']);
   asText(['spec', 'runtime', 'version']);
+  // Each value is taken from its own pair: looking every key up by path again would be quadratic in the keys.
   for (const mapPath of [['metadata', 'labels'], ['metadata', 'annotations'], ['spec', 'env']]) {
-    const map = doc.getIn(mapPath, true) as { items?: { key: unknown }[] } | undefined;
-    for (const item of map?.items ?? []) {
-      const key = isScalar(item.key) ? item.key.value : item.key;
-      if (typeof key === 'string') asText([...mapPath, key]);
+    const map = doc.getIn(mapPath, true);
+    if (!isMap(map)) continue;
+    for (const item of map.items) {
+      const node = item.value;
+      if (isScalar(item.key) && typeof item.key.value === 'string' && isScalar(node) && (typeof node.value === 'number' || typeof node.value === 'boolean') && node.range) {
+        node.value = text.slice(node.range[0], node.range[1]).trim();
+      }
     }
   }
 }
@@ -131,7 +135,7 @@ function parseYaml(text: string): { ok: true; value: unknown } | { ok: false; er
   const parsed = parseYamlDocument(text);
   if (!parsed.ok) return parsed;
   keepScalarText(parsed.doc, text);
-  return { ok: true, value: parsed.doc.toJS({ maxAliasCount: 100 }) };
+  return yamlValue(parsed.doc);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
 import { Server, type ServerOptions } from '@grpc/grpc-js';
 import { newGrpcServer } from '../../gateway/grpc/server-options.ts';
 import { NodeClusterServiceService, type NodeClusterServiceServer } from '../../gen/orch/cluster/v1/cluster.js';
-import { guardService, type CallGate } from '../../gateway/grpc/guard.ts';
+import { decodingSafely, guardService, type CallGate } from '../../gateway/grpc/guard.ts';
 import { unimplementedService, withOverrides } from '../../gateway/grpc/unimplemented.ts';
 import type { Logger } from '../../logging/logger.ts';
 
@@ -21,7 +21,7 @@ export function addClusterService(server: Server, options: ClusterServerOptions)
   const logger = options.logger.child({ component: 'grpc', service: 'orch.cluster.v1.NodeClusterService' });
   const impl = withOverrides(unimplementedService<NodeClusterServiceServer>(NodeClusterServiceService), options.handlers);
   const guarded = guardService(NodeClusterServiceService, impl, options.gate ? { gate: options.gate, logger } : { logger });
-  server.addService(NodeClusterServiceService, guarded);
+  server.addService(decodingSafely(NodeClusterServiceService), guarded);
 }
 
 /** A new server with NodeClusterService; bind it with startGrpcServer. */

@@ -16,6 +16,8 @@ import type {
 import type { Logger } from '../../logging/logger.ts';
 import { isServerFault, toGrpcError } from './errors.ts';
 import { startGrpcServerSpan } from '../../observability/grpc.ts';
+import { refuseNul } from '../../util/no-nul.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
 
 type ReplyStream = ServerWritableStream<unknown, unknown> | ServerDuplexStream<unknown, unknown>;
 
@@ -34,6 +36,54 @@ export interface GuardOptions {
 // wrappers below call each through the first type of its pair, which is the same shape at run time.
 type Unary = handleUnaryCall<unknown, unknown>;
 type ServerStream = handleServerStreamingCall<unknown, unknown>;
+
+/**
+ * A request the decoder refused (see decodingSafely) is INVALID_ARGUMENT before anything reads it, the gate
+ * included. Client-streaming calls have no single request; their handlers read messages themselves.
+ */
+function refuseUndecodable(call: GrpcCall): void {
+  const request = (call as { request?: unknown }).request;
+  const undecodable = typeof request === 'object' && request !== null ? (request as { [UNDECODABLE]?: string })[UNDECODABLE] : undefined;
+  if (undecodable !== undefined) throw new OrchError(Errors.BAD_REQUEST, `request could not be decoded: ${undecodable}`);
+}
+
+/**
+ * A request message with a NUL in any string field is INVALID_ARGUMENT before its handler runs: no store can keep
+ * it (util/no-nul.ts). `bytes` fields arrive as Buffers and are not strings.
+ */
+function refuseNulInRequest(call: GrpcCall): void {
+  const request = (call as { request?: unknown }).request;
+  if (request !== undefined) refuseNul(request, 'request');
+}
+
+const UNDECODABLE = Symbol('undecodable');
+
+/**
+ * The service definition with request decoding that cannot throw. A message the generated decoder refuses (a uint64
+ * offset of 2^64-1 is beyond a safe JS number) would otherwise be answered INTERNAL by grpc-js itself; here it
+ * becomes a marker that the guard answers INVALID_ARGUMENT. Pass the result to `server.addService`.
+ */
+export function decodingSafely<D extends ServiceDefinition>(definition: D): D {
+  const out: Record<string, unknown> = {};
+  for (const [name, method] of Object.entries(definition)) {
+    if (method.requestStream) {
+      out[name] = method;
+      continue;
+    }
+    const decode = method.requestDeserialize;
+    out[name] = {
+      ...method,
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          return decode(bytes);
+        } catch (err) {
+          return { [UNDECODABLE]: err instanceof Error ? err.message : String(err) };
+        }
+      },
+    };
+  }
+  return out as D;
+}
 
 export function guardService<T extends UntypedServiceImplementation>(
   definition: ServiceDefinition,
@@ -68,7 +118,9 @@ function guardHandler(path: string, responseStream: boolean, handler: UntypedHan
         callback(...args);
       };
       const run = async (): Promise<void> => {
+        refuseUndecodable(call);
         if (gate) await gate(call, path);
+        refuseNulInRequest(call);
         const result: unknown = (handler as Unary)(call as ServerUnaryCall<unknown, unknown>, once);
         await result;
       };
@@ -86,7 +138,9 @@ function guardHandler(path: string, responseStream: boolean, handler: UntypedHan
     call.once('error', (err: unknown) => span.end(err));
     call.once('cancelled', () => span.end({ code: 1, details: 'cancelled by the client' }));
     const run = async (): Promise<void> => {
+      refuseUndecodable(call);
       if (gate) await gate(call, path);
+      refuseNulInRequest(call);
       const result: unknown = (handler as ServerStream)(call as ServerWritableStream<unknown, unknown>);
       await result;
     };

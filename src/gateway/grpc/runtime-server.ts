@@ -7,6 +7,7 @@ import { FsalServiceService, type FsalServiceServer } from '../../gen/orch/fsal/
 import { OrchRuntimeService, type OrchRuntimeServer } from '../../gen/orch/runtime/v1/runtime.js';
 import type { Logger } from '../../logging/logger.ts';
 import { withAuth, type GrpcAuthOptions } from './auth.ts';
+import { decodingSafely } from './guard.ts';
 import { unimplementedService, withOverrides } from './unimplemented.ts';
 
 export interface RuntimeServerOptions {
@@ -22,11 +23,11 @@ export interface RuntimeServerOptions {
 export function addRuntimeServices(server: Server, options: RuntimeServerOptions): void {
   const runtimeLog = options.logger.child({ component: 'grpc', service: 'orch.runtime.v1.OrchRuntime' });
   const runtime = withOverrides(unimplementedService<OrchRuntimeServer>(OrchRuntimeService), options.handlers);
-  server.addService(OrchRuntimeService, withAuth(OrchRuntimeService, runtime, options.auth, runtimeLog));
+  server.addService(decodingSafely(OrchRuntimeService), withAuth(OrchRuntimeService, runtime, options.auth, runtimeLog));
 
   const fsalLog = options.logger.child({ component: 'grpc', service: 'orch.fsal.v1.FsalService' });
   const fsal = withOverrides(unimplementedService<FsalServiceServer>(FsalServiceService), options.fsal);
-  server.addService(FsalServiceService, withAuth(FsalServiceService, fsal, options.auth, fsalLog));
+  server.addService(decodingSafely(FsalServiceService), withAuth(FsalServiceService, fsal, options.auth, fsalLog));
 }
 
 /** A new server with OrchRuntime and FsalService; bind it with startGrpcServer. */

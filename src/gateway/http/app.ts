@@ -9,6 +9,7 @@ import type { ClusterService } from '../../cluster/service.ts';
 import { installAuth } from './auth-hook.ts';
 import { registerClusterRoutes } from './cluster-routes.ts';
 import { installErrorHandling } from './errors.ts';
+import { installInputGuard } from './input-guard.ts';
 import { registerHealthRoutes } from './health.ts';
 import { registerIdentityRoutes } from './identity-routes.ts';
 import { registerUnimplementedRoutes } from './unimplemented.ts';
@@ -79,6 +80,19 @@ export interface HttpDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
+/** A registered route: its method and URL pattern (`/v1/agents/:id`). */
+export interface RouteInfo {
+  method: string;
+  url: string;
+}
+
+const routeLists = new WeakMap<FastifyInstance, RouteInfo[]>();
+
+/** Every route `buildHttpApp` registered (HEAD included), for tests that must cover all of them (the fuzz suite). */
+export function registeredRoutes(app: FastifyInstance): readonly RouteInfo[] {
+  return routeLists.get(app) ?? [];
+}
+
 export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const app = Fastify({
     // pino's Logger is a FastifyBaseLogger; widen it so routes take the default FastifyInstance type.
@@ -94,6 +108,11 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     bodyLimit: 8 * 1024 * 1024,
   });
+  const routes: RouteInfo[] = [];
+  routeLists.set(app, routes);
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) routes.push({ method, url: r.url });
+  });
   installHttpTracing(app);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -105,6 +124,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     );
   });
   installErrorHandling(app);
+  installInputGuard(app);
   installAuth(app, deps.authenticator);
   registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown, ...(deps.bus ? { bus: deps.bus } : {}) });
   registerMetricsRoute(app, { allowRemote: deps.metricsAllowRemote === true });

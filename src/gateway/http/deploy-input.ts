@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import type { Role } from '../../auth/principal.ts';
 import { principalOf } from './auth-hook.ts';
+import { MANIFEST_LIMITS } from '../../agents/manifest/yaml-limits.ts';
 
 /** Content types whose body is the manifest's YAML text itself. */
 export const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
@@ -37,13 +38,22 @@ export function scopeOf<S extends string>(v: unknown, scopes: readonly S[]): S |
 export function deployInput<S extends string>(body: unknown, query: DeployQuery, scopes: readonly S[], shape: string): { yaml: string; force: boolean; scope?: S } {
   if (typeof body === 'string') {
     const scope = scopeOf(query.scope, scopes);
-    return { yaml: body, force: flag(query.force, 'force'), ...(scope ? { scope } : {}) };
+    return { yaml: boundedManifest(body), force: flag(query.force, 'force'), ...(scope ? { scope } : {}) };
   }
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, shape);
   const b = body as { manifest_yaml?: unknown; force?: unknown; scope?: unknown };
   if (typeof b.manifest_yaml !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'manifest_yaml is required and must be a string');
   const scope = scopeOf(b.scope ?? query.scope, scopes);
-  return { yaml: b.manifest_yaml, force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
+  return { yaml: boundedManifest(b.manifest_yaml), force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
+}
+
+/** A manifest over the size limit is 413 here, before anything parses it (the parser would answer 422). */
+function boundedManifest(yaml: string): string {
+  const bytes = Buffer.byteLength(yaml, 'utf8');
+  if (bytes > MANIFEST_LIMITS.maxBytes) {
+    throw new OrchError(Errors.PAYLOAD_TOO_LARGE, `manifest is ${bytes} bytes; at most ${MANIFEST_LIMITS.maxBytes} are accepted`);
+  }
+  return yaml;
 }
 
 /** The caller of a registry route: its tenant, and who it is for scope rules (subject and roles). */

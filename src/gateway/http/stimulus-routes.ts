@@ -9,6 +9,7 @@ import { SIGNATURE_HEADER, verifyWebhookSignature, webhookSecretVariable } from 
 import type { StimulusService } from '../../stimuli/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
+import { scanJson } from './input-guard.ts';
 
 /** The tenant webhooks are ingested in (the route carries no identity); docs/STIMULI.md. */
 export const WEBHOOK_TENANT = SYSTEM_TENANT;
@@ -30,6 +31,12 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** Stimulus content within the JSON body limits (input-guard.ts), whether or not it turns out to be JSON. */
+function boundedContent(text: string): void {
+  const scan = scanJson(text);
+  if (scan.over) throw scan.over;
+}
+
 export interface StimulusRouteOptions {
   /** Where webhook secrets come from; default process.env (read per request, so a rotated secret applies at once). */
   env?: NodeJS.ProcessEnv;
@@ -43,6 +50,8 @@ export async function registerStimulusRoutes(app: FastifyInstance, stimuli: Stim
     const b = body as { source?: unknown; content?: unknown; idempotency_key?: unknown; headers?: unknown };
     if (b.source === undefined) throw new OrchError(Errors.BAD_REQUEST, 'source is required');
     if (b.content === undefined) throw new OrchError(Errors.BAD_REQUEST, 'content is required');
+    // The content is parsed as JSON later (the workflow's input): the same bounds as a JSON body apply to it.
+    if (typeof b.content === 'string') boundedContent(b.content);
     return stimuli.ingest({
       tenant: p.tenantId,
       subject: p.subject,
@@ -57,7 +66,7 @@ export async function registerStimulusRoutes(app: FastifyInstance, stimuli: Stim
   app.get('/v1/stimuli', async (request) => {
     const p = principalOf(request);
     const q = request.query as Record<string, string | undefined>;
-    const items = await stimuli.list(p.tenantId, { source: q.source, status: q.status, limit: intParam(q.limit, 'limit'), offset: intParam(q.offset, 'offset') });
+    const items = await stimuli.list(p.tenantId, { source: q.source, status: q.status, limit: intParam(q.limit, 'limit', { min: 1, max: 200 }), offset: intParam(q.offset, 'offset') });
     return { stimuli: items, count: items.length };
   });
 
@@ -75,10 +84,12 @@ export async function registerStimulusRoutes(app: FastifyInstance, stimuli: Stim
       const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
       const env = o.env ?? process.env;
       verifyWebhookSignature(header(request, SIGNATURE_HEADER), env[webhookSecretVariable(source)], raw);
+      const content = raw.toString('utf8');
+      boundedContent(content);
       return stimuli.ingest({
         tenant: WEBHOOK_TENANT,
         source,
-        content: raw.toString('utf8'),
+        content,
         idempotencyKey: header(request, 'x-idempotency-key'),
         headers: forwardedHeaders(request),
       });

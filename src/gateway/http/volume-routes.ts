@@ -8,14 +8,14 @@ import type { StorageClass, VolumeService } from '../../volumes/service.ts';
 import { listStorageEvents, type FsalOperation } from '../../fsal/events.ts';
 import type { Queryable } from '../../storage/db.ts';
 import { principalOf } from './auth-hook.ts';
+import { intParam } from './query-params.ts';
 import { flag } from './deploy-input.ts';
 
 type Params = { id: string };
 
-function intQuery(v: string | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  if (!/^\d+$/.test(v)) throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-negative integer`);
-  return Number(v);
+/** A list's limit (docs/VOLUMES.md: 1–1000) or offset: strict digits within range (query-params.ts). */
+function intQuery(v: string | undefined, name: 'limit' | 'offset'): number | undefined {
+  return intParam(v, name, name === 'limit' ? { min: 1, max: 1000 } : {});
 }
 
 function objectBody(request: FastifyRequest): Record<string, unknown> {
@@ -56,8 +56,7 @@ export async function registerVolumeRoutes(app: FastifyInstance, volumes: Volume
         async (request) => {
           const p = principalOf(request);
           const q = request.query;
-          const limit = intQuery(q.limit, 'limit') ?? 50;
-          if (limit < 1 || limit > 200) throw new OrchError(Errors.BAD_REQUEST, 'limit must be between 1 and 200');
+          const limit = intParam(q.limit, 'limit', { min: 1, max: 200 }) ?? 50;
           const offset = intQuery(q.offset, 'offset') ?? 0;
           if (q.operation !== undefined && !OPERATIONS.includes(q.operation as FsalOperation)) {
             throw new OrchError(Errors.BAD_REQUEST, `operation must be one of ${OPERATIONS.join(', ')}`);

@@ -14,6 +14,11 @@
 //     `{"remove": id}`; resuming with {feed, last_seq} is exact on the node that numbered them, else a snapshot
 //     with `"reset": true` replaces the list.
 //
+// Token expiry: a socket lives no longer than its token. At the token's `exp` its subscriptions end and it is closed
+// with 4001 "token expired", unless the client sent a fresh token on the socket first: `{"token": "<jwt>"}` after
+// authentication, answered `{"reauthenticated": {"expires_at": "<ISO time>"}}`; the fresh token must name the same
+// subject and tenant (a socket does not change identity), else the socket is closed with 4401.
+//
 // Back-pressure: after every send the socket's bufferedAmount (our queue plus the kernel's refusal to take more) is
 // checked; over `maxBufferedBytes` the client is too slow: it is unsubscribed from everything, sent close code 4008
 // and cut off shortly after, so a client that stops reading costs a bounded amount of memory.
@@ -45,6 +50,9 @@ export interface WsFeedOptions {
 
 export const CLOSE_SLOW_CONSUMER = 4008;
 export const CLOSE_UNAUTHENTICATED = 4401;
+export const CLOSE_TOKEN_EXPIRED = 4001;
+/** setTimeout's largest delay; a token valid for longer is re-checked when it fires. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const AUTH_TIMEOUT_MS = 10_000;
 const MAX_SUBSCRIPTIONS = 256;
 
@@ -101,6 +109,23 @@ export async function registerWsFeed(app: FastifyInstance, o: WsFeedOptions): Pr
       }
     };
     const send = (msg: unknown): void => sendText(JSON.stringify(msg));
+
+    // Ends the socket at the token's expiry; re-armed by a fresh token.
+    let expiryTimer: NodeJS.Timeout | undefined;
+    const expired = (): boolean => principal?.expiresAt !== undefined && principal.expiresAt <= Date.now();
+    const endExpired = (): void => {
+      closeAll();
+      socket.close(CLOSE_TOKEN_EXPIRED, 'token expired');
+    };
+    const armExpiry = (): void => {
+      if (expiryTimer) clearTimeout(expiryTimer);
+      expiryTimer = undefined;
+      const at = principal?.expiresAt;
+      if (at === undefined) return;
+      expiryTimer = setTimeout(() => (expired() ? endExpired() : armExpiry()), Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+      expiryTimer.unref();
+    };
+    armExpiry();
 
     const authTimer = principal
       ? undefined
@@ -178,9 +203,35 @@ export async function registerWsFeed(app: FastifyInstance, o: WsFeedOptions): Pr
           .then((pr) => {
             principal = pr;
             if (authTimer) clearTimeout(authTimer);
+            armExpiry();
             send({ authenticated: { tenant_id: pr.tenantId, subject: pr.subject } });
           })
           .catch((err: unknown) => socket.close(CLOSE_UNAUTHENTICATED, (isOrchError(err) ? err.message : 'invalid token').slice(0, 120)))
+          .finally(() => socket.resume());
+        return;
+      }
+      if (expired()) return endExpired();
+      if (typeof msg.token === 'string') {
+        // A fresh token for the same identity extends the socket's life; anything else ends it.
+        const current = principal;
+        const tenant = typeof msg.tenant_id === 'string' ? msg.tenant_id : undefined;
+        socket.pause();
+        o.authenticator
+          .authenticate(msg.token, tenant)
+          .then((pr) => {
+            if (pr.subject !== current.subject || pr.tenantId !== current.tenantId) {
+              closeAll();
+              socket.close(CLOSE_UNAUTHENTICATED, 'a fresh token must name the same subject and tenant');
+              return;
+            }
+            principal = pr;
+            armExpiry();
+            send({ reauthenticated: { expires_at: pr.expiresAt === undefined ? null : new Date(pr.expiresAt).toISOString() } });
+          })
+          .catch((err: unknown) => {
+            closeAll();
+            socket.close(CLOSE_UNAUTHENTICATED, (isOrchError(err) ? err.message : 'invalid token').slice(0, 120));
+          })
           .finally(() => socket.resume());
         return;
       }
@@ -210,6 +261,7 @@ export async function registerWsFeed(app: FastifyInstance, o: WsFeedOptions): Pr
       closed = true;
       sockets -= 1;
       if (authTimer) clearTimeout(authTimer);
+      if (expiryTimer) clearTimeout(expiryTimer);
       closeAll();
     });
   });

@@ -21,6 +21,7 @@ import type { VolumeService } from '../../volumes/service.ts';
 import { checkPath } from '../policy.ts';
 import type { ToolCallContext, ToolDefinition, ToolError, ToolOutcome, VolumeMount } from '../types.ts';
 import { bool, fail, ok, schema, str } from './util.ts';
+import { GREP_LIMITS, grepInWorker, MAX_PATTERN_LENGTH } from './regex-worker.ts';
 
 export interface ResolvedPath {
   host: string;
@@ -430,33 +431,20 @@ export function fsTools(deps: FsToolsDeps = {}): ToolDefinition[] {
       required: ['pattern', 'path'],
       skipJudge: true,
       handler: withPath('read', async (p, args) => {
-        let re: RegExp;
+        const pattern = str(args.pattern);
+        if (pattern.length > MAX_PATTERN_LENGTH) return fail('InvalidArguments', `pattern of tool fs.grep is longer than ${MAX_PATTERN_LENGTH} characters`);
         try {
-          re = new RegExp(str(args.pattern));
+          new RegExp(pattern); // syntax only: V8 compiles it when it first runs, in the worker
         } catch (err) {
           return fail('InvalidArguments', `pattern of tool fs.grep is not a valid regular expression: ${(err as Error).message}`);
         }
         const files: string[] = [];
         await grepFiles(p.host, bool(args.recursive, true), files);
-        const lines: string[] = [];
-        let truncated = false;
-        outer: for (const f of files) {
-          const st = await stat(f);
-          if (st.size > MAX_GREP_FILE_BYTES) continue;
-          const buf = await readFile(f);
-          if (buf.includes(0)) continue;
-          const rel = path.relative(p.mount.hostPath, f).split(path.sep).join('/');
-          const shown = path.posix.join(p.mount.sandboxPath, rel);
-          for (const [i, line] of buf.toString('utf8').split('\n').entries()) {
-            if (re.test(line)) {
-              if (lines.length >= MAX_GREP_MATCHES) {
-                truncated = true;
-                break outer;
-              }
-              lines.push(`${shown}:${i + 1}: ${line}`);
-            }
-          }
-        }
+        const shown = (f: string): string => path.posix.join(p.mount.sandboxPath, path.relative(p.mount.hostPath, f).split(path.sep).join('/'));
+        // Matching runs in a worker under a watchdog (regex-worker.ts): a backtracking pattern cannot hold the node.
+        const found = await grepInWorker(pattern, files.map((f) => ({ host: f, shown: shown(f) })), { ...GREP_LIMITS, maxMatches: MAX_GREP_MATCHES, maxFileBytes: MAX_GREP_FILE_BYTES });
+        if (!found.ok) return fail('Timeout', `fs.grep: ${found.message}`);
+        const { lines, truncated } = found;
         if (lines.length === 0) return ok('no matches');
         return ok(lines.join('\n') + (truncated ? `\n… (stopped after ${MAX_GREP_MATCHES} matches)` : ''));
       }),

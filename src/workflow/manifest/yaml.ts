@@ -2,7 +2,7 @@
 // schema wants as text but YAML reads as numbers or booleans (`version: 1.0`, `env: {PORT: 8080}`) keep the
 // spelling the author wrote, so `1.10` is not silently the float 1.1.
 import { isMap, isScalar, isSeq, type Document, type Node } from 'yaml';
-import { parseYamlDocument } from '../../agents/manifest/common.ts';
+import { parseYamlDocument, yamlValue } from '../../agents/manifest/common.ts';
 import type { ManifestError } from './types.ts';
 
 function asText(node: unknown, text: string): void {
@@ -40,5 +40,5 @@ export function parseWorkflowYaml(text: string): { ok: true; value: unknown } | 
   const parsed = parseYamlDocument(text);
   if (!parsed.ok) return { ok: false, errors: parsed.errors.map(({ field, message }) => ({ field, message })) };
   keepScalarText(parsed.doc, text);
-  return { ok: true, value: parsed.doc.toJS({ maxAliasCount: 100 }) };
+  return yamlValue(parsed.doc);
 }
