@@ -7,11 +7,33 @@ import type { Principal } from '../auth/principal.ts';
 import type { AgentManifest } from '../agents/manifest/types.ts';
 import type { SecurityContext, ToolError } from './types.ts';
 
-/** `*` matches any run of characters (dots included): `fs.*`, `orch.agent.*`, `*`. */
+/**
+ * `*` matches any run of characters (dots included): `fs.*`, `orch.agent.*`, `*`. Matched without a regular
+ * expression: a pattern of many stars (`*a*a*a*a*b`) made a backtracking RegExp take time exponential in the stars
+ * against a long name a caller chose; this greedy scan with one backtrack point is O(pattern × name) at worst.
+ */
 export function globMatch(pattern: string, name: string): boolean {
   if (!pattern.includes('*')) return pattern === name;
-  const re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
-  return re.test(name);
+  let p = 0;
+  let n = 0;
+  let star = -1; // position in pattern after the last `*`
+  let resume = 0; // where in name that `*` would give up one more character
+  while (n < name.length) {
+    if (p < pattern.length && pattern[p] !== '*' && pattern[p] === name[n]) {
+      p++;
+      n++;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = ++p;
+      resume = n;
+    } else if (star !== -1) {
+      p = star;
+      n = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.length && pattern[p] === '*') p++;
+  return p === pattern.length;
 }
 
 /** Deny wins; an empty allow list allows every tool. */

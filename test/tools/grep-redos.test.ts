@@ -8,6 +8,7 @@ import path from 'node:path';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { createToolCatalog } from '../../src/tools/catalog.ts';
 import { callContext, context, nodeConfig, volume } from './helpers.ts';
+import { globMatch } from '../../src/tools/policy.ts';
 
 const catalog = createToolCatalog({ config: nodeConfig(), logger: silentLogger() });
 
@@ -60,4 +61,18 @@ test('an argument of the wrong type is InvalidArguments naming it (fs.read {"pat
   t.like(await catalog.call(ctx, 'fs.grep', { pattern: 'x', path: '.', recursive: { no: 1 } }), { ok: false, error: { error: 'InvalidArguments' } });
   // Lenient forms the handlers always accepted stay accepted.
   t.like(await catalog.call(ctx, 'fs.grep', { pattern: 'x', path: '.', recursive: 'false' }), { ok: true });
+});
+
+test('tool-name globs match without a regular expression: many stars against a long name stay fast and exact', (t) => {
+  t.true(globMatch('fs.*', 'fs.read'));
+  t.true(globMatch('*', 'anything'));
+  t.true(globMatch('orch.*.list', 'orch.agent.list'));
+  t.true(globMatch('*a*b', 'xxaxxb'));
+  t.false(globMatch('fs.*', 'fsx.read'));
+  t.false(globMatch('*a*b', 'xxaxxbx'));
+  t.true(globMatch('a**b', 'ab'));
+  // A backtracking RegExp for this pattern takes time exponential in the stars against this name.
+  const started = performance.now();
+  t.false(globMatch(`${'*a'.repeat(12)}*b`, 'a'.repeat(20_000)));
+  t.true(performance.now() - started < 1_000, `${Math.round(performance.now() - started)} ms`);
 });
