@@ -4,37 +4,11 @@
 // that says so, and so does the run. Before the fix the execution failed at once ("no ACTIVE worker meets the
 // request") and the run with it.
 import test from 'ava';
+import { ANSWERER_AGENT, ASKS_WORKFLOW } from '../support/agent-workflow.ts';
 import { eventually } from '../support/node-process.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
 import { allActive, conversation, executionEnd, llmProviders, nodeStarter, scratch } from './processes.ts';
 import { api, type Api } from './support.ts';
-
-const AGENT = `apiVersion: orch.dev/v1
-kind: Agent
-metadata: { name: answerer, version: 1.0.0 }
-spec:
-  runtime: { language: node, version: "20", isolation: process, model: default }
-  task: { instruction: Answer in one word. }
-  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 60, iteration_timeout: 60, validation: [] }
-  security: { resources: { timeout: 120 } }
-`;
-
-const WORKFLOW = `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: asks, version: 1.0.0 }
-spec:
-  initial_state: ask
-  states:
-    ask:
-      kind: Agent
-      agent: answerer
-      input: 'Say something about {{input.topic}}'
-      transitions: [ { target: record } ]
-    record:
-      kind: System
-      command: 'update_blackboard {"asked": true}'
-      transitions: []
-`;
 
 interface RunJson {
   status: string;
@@ -51,8 +25,8 @@ test('an Agent state started with no worker waits for one; a worker that joins w
   const sfx = Math.random().toString(36).slice(2, 7);
   const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, worker_wait_seconds: 120 }\n`);
   const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
-  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
-  t.is((await api(C, 'POST', '/v1/workflows', WORKFLOW, 'application/yaml')).status, 201);
+  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: ANSWERER_AGENT })).status, 201);
+  t.is((await api(C, 'POST', '/v1/workflows', ASKS_WORKFLOW, 'application/yaml')).status, 201);
   const run = await api<{ execution_id: string }>(C, 'POST', '/v1/workflows/asks/run', { input: { topic: 'numbers' } });
   t.is(run.status, 201, JSON.stringify(run.body));
   // The state's execution exists and waits, pending, on the controller.
@@ -85,8 +59,8 @@ test('with no worker past the bound, the Agent state fails with a reason that sa
   const waitSeconds = 4;
   const ctl = await start(`ctl-${sfx}`, `  node: { id: ctl-${sfx}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1, worker_wait_seconds: ${waitSeconds} }\n`);
   const C: Api = { http: ctl.banner.http, token: ctl.banner.dev_token ?? '' };
-  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
-  t.is((await api(C, 'POST', '/v1/workflows', WORKFLOW, 'application/yaml')).status, 201);
+  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: ANSWERER_AGENT })).status, 201);
+  t.is((await api(C, 'POST', '/v1/workflows', ASKS_WORKFLOW, 'application/yaml')).status, 201);
   const run = await api<{ execution_id: string }>(C, 'POST', '/v1/workflows/asks/run', { input: { topic: 'numbers' } });
   t.is(run.status, 201, JSON.stringify(run.body));
   const done = await eventually(async () => {
@@ -134,7 +108,7 @@ test('the only worker killed mid-execution: the execution waits for a worker and
   const workerSpec = `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1 }\n${llmProviders(llm.url)}`;
   const worker = await start(wid, workerSpec);
   await allActive(C, [wid], 60_000, 'the worker to join');
-  const deployed = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: AGENT });
+  const deployed = await api<{ agent_id: string }>(C, 'POST', '/v1/agents', { manifest_yaml: ANSWERER_AGENT });
   t.is(deployed.status, 201);
   const started = await api<{ execution_id: string }>(C, 'POST', '/v1/executions', { agent_id: deployed.body.agent_id, input: 'hold:lone' });
   t.is(started.status, 200, JSON.stringify(started.body));

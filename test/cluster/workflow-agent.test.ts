@@ -2,37 +2,11 @@
 // starts the state's execution through the controller's ExecutionService, which routes and forwards it to the only
 // worker; the run completes with the model's answer, and the execution row says the worker ran it.
 import test from 'ava';
+import { ANSWERER_AGENT, ASKS_WORKFLOW } from '../support/agent-workflow.ts';
 import { eventually } from '../support/node-process.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
 import { allActive, llmProviders, nodeStarter, scratch } from './processes.ts';
 import { api, type Api } from './support.ts';
-
-const AGENT = `apiVersion: orch.dev/v1
-kind: Agent
-metadata: { name: answerer, version: 1.0.0 }
-spec:
-  runtime: { language: node, version: "20", isolation: process, model: default }
-  task: { instruction: Answer in one word. }
-  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 60, iteration_timeout: 60, validation: [] }
-  security: { resources: { timeout: 120 } }
-`;
-
-const WORKFLOW = `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: asks, version: 1.0.0 }
-spec:
-  initial_state: ask
-  states:
-    ask:
-      kind: Agent
-      agent: answerer
-      input: 'Say something about {{input.topic}}'
-      transitions: [ { target: record } ]
-    record:
-      kind: System
-      command: 'update_blackboard {"asked": true}'
-      transitions: []
-`;
 
 test('a workflow on a controller runs its Agent state on a worker', async (t) => {
   t.timeout(180_000);
@@ -50,8 +24,8 @@ test('a workflow on a controller runs its Agent state on a worker', async (t) =>
     `  node: { id: ${wid}, role: worker }\n  cluster: { controller: "${ctl.banner.cluster}", heartbeat_interval_seconds: 1 }\n${llmProviders(llm.url)}`,
   );
   await allActive(C, [wid], 30_000, 'the worker to join');
-  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: AGENT })).status, 201);
-  const dep = await api(C, 'POST', '/v1/workflows', WORKFLOW, 'application/yaml');
+  t.is((await api(C, 'POST', '/v1/agents', { manifest_yaml: ANSWERER_AGENT })).status, 201);
+  const dep = await api(C, 'POST', '/v1/workflows', ASKS_WORKFLOW, 'application/yaml');
   t.is(dep.status, 201, JSON.stringify(dep.body));
   const run = await api<{ execution_id: string }>(C, 'POST', '/v1/workflows/asks/run', { input: { topic: 'numbers' } });
   t.is(run.status, 201, JSON.stringify(run.body));
