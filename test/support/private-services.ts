@@ -164,6 +164,43 @@ class ServerProcess {
 }
 
 /**
+ * Starts `server` (launch, then wait until `answers` says yes) and answers its PrivateServer controls, or, when the
+ * first start fails, cleans up (kills it, removes `dir`) and rethrows. Shared by the PostgreSQL and Redis starters so
+ * both restart, freeze and clean up the same way.
+ */
+async function startedServer(
+  server: ServerProcess,
+  spec: { port: number; dir: string; answers: () => Promise<boolean>; timeoutMs: number; what: string },
+): Promise<PrivateServer> {
+  const start = async (): Promise<void> => {
+    if (server.running()) return;
+    server.launch();
+    await waitUntil(spec.answers, spec.timeoutMs, `${spec.what} on ${spec.port}`, () => server.log());
+  };
+  let cleaned: Promise<void> | undefined;
+  const handle: PrivateServer = {
+    port: spec.port,
+    kill: () => server.kill(),
+    start,
+    pause: () => server.signal('SIGSTOP'),
+    resume: () => server.signal('SIGCONT'),
+    isRunning: () => server.running(),
+    log: () => server.log(),
+    cleanup() {
+      cleaned ??= server.kill().then(() => rmSync(spec.dir, { recursive: true, force: true }));
+      return cleaned;
+    },
+  };
+  try {
+    await start();
+  } catch (err) {
+    await handle.cleanup();
+    throw err;
+  }
+  return handle;
+}
+
+/**
  * initdb into a temp dir and start `postgres` on a random port (trust auth, user postgres, fsync off: a process kill keeps the OS cache, so nothing committed is lost). The server
  * listens on 127.0.0.1 only and keeps its socket in the temp dir.
  */
@@ -201,15 +238,9 @@ export async function startPrivatePostgres(opts: { startTimeoutMs?: number } = {
       await client.end().catch(() => undefined);
     }
   };
-  const timeout = opts.startTimeoutMs ?? 60_000;
-  const start = async (): Promise<void> => {
-    if (server.running()) return;
-    server.launch();
-    await waitUntil(answers, timeout, `private PostgreSQL on ${port}`, () => server.log());
-  };
-  let cleaned: Promise<void> | undefined;
-  const handle: PrivatePostgres = {
-    port,
+  const controls = await startedServer(server, { port, dir, answers, timeoutMs: opts.startTimeoutMs ?? 60_000, what: 'private PostgreSQL' });
+  return {
+    ...controls,
     url,
     async createDatabase(name = `orch_test_${Math.random().toString(36).slice(2, 10)}`) {
       const client = new pg.Client({ connectionString: url() });
@@ -223,24 +254,7 @@ export async function startPrivatePostgres(opts: { startTimeoutMs?: number } = {
       }
       return url(name);
     },
-    kill: () => server.kill(),
-    start,
-    pause: () => server.signal('SIGSTOP'),
-    resume: () => server.signal('SIGCONT'),
-    isRunning: () => server.running(),
-    log: () => server.log(),
-    cleanup() {
-      cleaned ??= server.kill().then(() => rmSync(dir, { recursive: true, force: true }));
-      return cleaned;
-    },
   };
-  try {
-    await start();
-  } catch (err) {
-    await handle.cleanup();
-    throw err;
-  }
-  return handle;
 }
 
 /** `redis-server` on a random port, no persistence: a restart loses everything, as a crashed cache would. */
@@ -268,32 +282,6 @@ export async function startPrivateRedis(opts: { startTimeoutMs?: number } = {}):
         if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
       });
     });
-  const timeout = opts.startTimeoutMs ?? 30_000;
-  const start = async (): Promise<void> => {
-    if (server.running()) return;
-    server.launch();
-    await waitUntil(answers, timeout, `private Redis on ${port}`, () => server.log());
-  };
-  let cleaned: Promise<void> | undefined;
-  const handle: PrivateRedis = {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    kill: () => server.kill(),
-    start,
-    pause: () => server.signal('SIGSTOP'),
-    resume: () => server.signal('SIGCONT'),
-    isRunning: () => server.running(),
-    log: () => server.log(),
-    cleanup() {
-      cleaned ??= server.kill().then(() => rmSync(dir, { recursive: true, force: true }));
-      return cleaned;
-    },
-  };
-  try {
-    await start();
-  } catch (err) {
-    await handle.cleanup();
-    throw err;
-  }
-  return handle;
+  const controls = await startedServer(server, { port, dir, answers, timeoutMs: opts.startTimeoutMs ?? 30_000, what: 'private Redis' });
+  return { ...controls, url: `redis://127.0.0.1:${port}` };
 }
