@@ -4,10 +4,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort } from '../test/support/private-services.ts';
 
 export interface PrivatePg {
   /** postgres://postgres@127.0.0.1:<port>/postgres */
@@ -25,18 +25,6 @@ function pgBin(): string {
   const v = versions.find((x) => existsSync(path.join(root, x, 'bin/postgres')));
   if (!v) throw new Error('no PostgreSQL server binaries under /usr/lib/postgresql');
   return path.join(root, v, 'bin');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** Runs `argv` as the postgres user when we are root (initdb and postgres refuse to run as root). */

@@ -7,10 +7,10 @@
 // Reported: completed workflows/s, durable steps/s, p50/p99 latency of one workflow (start to terminal), the ratio.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/support/private-services.ts';
 import { median, percentile } from './stats.ts';
 
 export const STEPS = 10;
@@ -48,18 +48,6 @@ export async function drive(total: number, concurrency: number, one: (i: number)
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
   };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function waitFor(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
