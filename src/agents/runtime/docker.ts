@@ -16,6 +16,7 @@
 import Docker from 'dockerode';
 import { PassThrough, Writable } from 'node:stream';
 import type { Logger } from '../../logging/logger.js';
+import { readExitedContainerLogs } from './container-logs.js';
 import { ExecOutput, StreamTail } from './exec-output.js';
 import {
   SANDBOX_GATEWAY_SOCKET,
@@ -367,7 +368,8 @@ export class DockerRuntime implements ContainerRuntime {
     }
     const out = new StreamTail(opts.maxOutputBytes);
     const err = new StreamTail(opts.maxOutputBytes);
-    await this.readLogTails(handle.id, out, err).catch((e: unknown) => this.log.warn({ container_id: handle.id, err: errMessage(e) }, 'reading the container logs failed'));
+    const sink = (t: StreamTail): Writable => new Writable({ write: (chunk: Buffer, _enc, cb) => (t.push(chunk), cb()) });
+    await readExitedContainerLogs(this.docker, handle.id, sink(out), sink(err)).catch((e: unknown) => this.log.warn({ container_id: handle.id, err: errMessage(e) }, 'reading the container logs failed'));
     await this.stop(handle.id).catch((e: unknown) => this.log.warn({ container_id: handle.id, err: errMessage(e) }, 'removing the container failed'));
     return {
       exit_code: timedOut ? 124 : code,
@@ -376,35 +378,6 @@ export class DockerRuntime implements ContainerRuntime {
       duration_ms: Date.now() - started,
       timed_out: timedOut,
     };
-  }
-
-  /** Streams an exited container's log into two tails (never buffered whole). */
-  private async readLogTails(id: string, out: StreamTail, err: StreamTail): Promise<void> {
-    const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => {
-      this.docker.modem.dial(
-        {
-          path: `/containers/${id}/logs?`,
-          method: 'GET',
-          isStream: true,
-          statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
-          options: { stdout: true, stderr: true, follow: false },
-        },
-        (e: unknown, data: unknown) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(data as NodeJS.ReadableStream)),
-      );
-    });
-    const sink = (t: StreamTail): Writable => new Writable({ write: (chunk: Buffer, _enc, cb) => (t.push(chunk), cb()) });
-    this.docker.modem.demuxStream(stream, sink(out), sink(err));
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(finish, 30_000);
-      function finish(): void {
-        clearTimeout(timer);
-        (stream as unknown as { destroy?: () => void }).destroy?.();
-        resolve();
-      }
-      stream.once('end', finish);
-      stream.once('close', finish);
-      stream.once('error', finish);
-    });
   }
 
   /** The container's stdout and stderr so far (diagnostics and tests). */

@@ -6,8 +6,8 @@
 // Crash safety: every container carries the label `orch.visit_key` = the visit key (+ `:step` for a parallel
 // member). Before a new attempt starts, containers left with that label by a node that died mid-visit are reaped,
 // so a re-run of the same visit never leaves two copies of the step running.
-import type Docker from 'dockerode';
 import { Writable } from 'node:stream';
+import { readExitedContainerLogs } from '../../agents/runtime/container-logs.ts';
 import type { DockerRuntime } from '../../agents/runtime/docker.ts';
 import type { SandboxMount } from '../../agents/runtime/types.ts';
 import type { StateRunContext } from '../engine/runner-types.ts';
@@ -153,43 +153,6 @@ function abortReason(signal: AbortSignal): string {
 }
 
 /**
- * Reads the logs of an exited container as a stream into two capped sinks. Read after the exit rather than followed
- * during the run: podman's follow stream can end before the last lines of a short-lived container are delivered,
- * while the log of an exited container is complete. The stream is never buffered whole, so memory stays at the caps.
- */
-async function readLogs(docker: Docker, id: string, out: CappedSink, err: CappedSink): Promise<void> {
-  const stream = await new Promise<NodeJS.ReadableStream>((resolve, reject) => {
-    docker.modem.dial(
-      {
-        path: `/containers/${id}/logs?`,
-        method: 'GET',
-        isStream: true,
-        statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
-        options: { stdout: true, stderr: true, follow: false },
-      },
-      (e: unknown, data: unknown) => (e ? reject(e instanceof Error ? e : new Error(String(e))) : resolve(data as NodeJS.ReadableStream)),
-    );
-  });
-  docker.modem.demuxStream(stream, out, err);
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(finish, 30_000);
-    function finish(): void {
-      clearTimeout(timer);
-      (stream as unknown as { destroy?: () => void }).destroy?.();
-      resolve();
-    }
-    // Both streams over the cap: nothing more will be kept, stop reading.
-    const check = (): void => {
-      if (out.truncated && err.truncated) finish();
-    };
-    stream.on('data', check);
-    stream.once('end', finish);
-    stream.once('close', finish);
-    stream.once('error', finish);
-  });
-}
-
-/**
  * Runs one attempt of one container step to its end and removes the container. Never throws: every failure comes
  * back as an attempt with `error` (and exit_code null when no container ran).
  */
@@ -308,7 +271,8 @@ async function runAttempt(
     ctx.signal.removeEventListener('abort', onAbort);
   }
   try {
-    await readLogs(deps.runtime.docker, handle.id, out, err);
+    // Both sinks over the cap: nothing more will be kept, stop reading.
+    await readExitedContainerLogs(deps.runtime.docker, handle.id, out, err, () => out.truncated && err.truncated);
   } catch (e) {
     ctx.logger.warn({ container_id: handle.id, err: e instanceof Error ? e.message : String(e) }, 'reading the container logs failed');
   }
