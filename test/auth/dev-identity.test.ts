@@ -58,7 +58,9 @@ test('its tokens verify with the authenticator of the same data dir, and not wit
   const other = await createAuthenticator(devConfig(otherDir));
 
   const token = await dev.sign({ role: 'operator' });
-  const p = await same.authenticate(token, undefined);
+  const { expiresAt, ...p } = await same.authenticate(token, undefined);
+  // The session ends with the token (the live feed closes at this instant).
+  t.true(typeof expiresAt === 'number' && expiresAt > Date.now(), 'expiresAt is the token\'s exp, in the future');
   t.deepEqual(p, {
     subject: 'dev-user',
     username: 'dev-user',

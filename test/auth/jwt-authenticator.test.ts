@@ -32,7 +32,9 @@ test('a valid user token resolves roles and the home tenant', async (t) => {
     tenant_id: 'acme',
     realm_access: { roles: ['tenant-admin', 'offline_access', 'default-roles-orch'] },
   });
-  t.deepEqual(await auth.authenticate(token, undefined), {
+  const { expiresAt, ...principal } = await auth.authenticate(token, undefined);
+  t.is(expiresAt, decodeExp(token), 'the principal ends when the token does');
+  t.deepEqual(principal, {
     subject: 'u-1',
     username: 'alice',
     roles: ['tenant-admin', 'user'],
@@ -157,3 +159,9 @@ test('construction fails on a missing or empty JWKS, or on zero or several key s
   t.throws(() => createJwtAuthenticator({}), { message: /exactly one/ });
   t.throws(() => createJwtAuthenticator({ jwks: idp.jwks, jwksFile: idp.jwksFile }), { message: /exactly one/ });
 });
+
+/** The `exp` claim of a compact JWT, in milliseconds. */
+function decodeExp(token: string): number {
+  const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp: number };
+  return payload.exp * 1000;
+}
