@@ -44,17 +44,6 @@ async function processesWith(marker: string): Promise<number[]> {
 async function signalTheStarter(t: import('ava').ExecutionContext, command: string, args: string[], signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-signals-'));
   const marker = `ORCH_DATA_DIR=${path.join(dir, 'data')}`;
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const [http, grpc, cluster] = ports as [number, number, number];
-  const child = spawn(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_HTTP_PORT: String(http), ORCH_GRPC_PORT: String(grpc), ORCH_CLUSTER_GRPC_PORT: String(cluster), ORCH_CONFIG: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   t.teardown(async () => {
     // Whatever the outcome, nothing this test started outlives it.
     for (const pid of await processesWith(marker)) {
@@ -66,12 +55,36 @@ async function signalTheStarter(t: import('ava').ExecutionContext, command: stri
     }
     await rm(dir, { recursive: true, force: true });
   });
-
-  // The banner is printed once the node is up and its signal handlers are installed (/health answers a little
-  // earlier, while a signal would still find no handler).
-  await eventually(async () => (/ is up\n/.test(output) ? true : undefined), 180_000, `the banner of ${command} ${args.join(' ')}`).catch((err: Error) => {
-    throw new Error(`${err.message}; output:\n${output.slice(-3000)}`);
-  });
+  // The ports are picked free, then bound by the node a moment later: another test may take one in between. A start
+  // that ends on EADDRINUSE before its banner is tried again on other ports (up to three times).
+  let output = '';
+  let child!: ReturnType<typeof spawn>;
+  let ports: number[] = [];
+  let exited!: Promise<void>;
+  for (let attempt = 1; ; attempt++) {
+    ports = [await freePort(), await freePort(), await freePort()];
+    const [httpPort, grpcPort, clusterPort] = ports as [number, number, number];
+    output = '';
+    const started = spawn(command, args, {
+      cwd: ROOT,
+      env: { ...process.env, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_HTTP_PORT: String(httpPort), ORCH_GRPC_PORT: String(grpcPort), ORCH_CLUSTER_GRPC_PORT: String(clusterPort), ORCH_CONFIG: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = started;
+    started.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+    started.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+    let hasExited = false;
+    exited = new Promise<void>((resolve) => started.once('exit', () => ((hasExited = true), resolve())));
+    // The banner is printed once the node is up and its signal handlers are installed (/health answers a little
+    // earlier, while a signal would still find no handler).
+    const up = await eventually(async () => (/ is up\n/.test(output) ? 'up' : hasExited ? 'exited' : undefined), 180_000, `the banner of ${command} ${args.join(' ')}`).catch((err: Error) => {
+      throw new Error(`${err.message}; output:\n${output.slice(-3000)}`);
+    });
+    if (up === 'up') break;
+    if (!/EADDRINUSE/.test(output) || attempt >= 3) throw new Error(`${command} ${args.join(' ')} exited before its banner; output:\n${output.slice(-3000)}`);
+    t.log(`attempt ${attempt}: a port was taken before the node bound it; trying other ports`);
+  }
+  const http = ports[0]!;
   t.true(await fetch(`http://127.0.0.1:${http}/health`).then((r) => r.ok), '/health answers');
   const started = await processesWith(marker);
   t.true(started.length >= 2, `npm and the node: ${started.join(', ')}`);

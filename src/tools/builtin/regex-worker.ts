@@ -79,7 +79,8 @@ export function grepInWorker(pattern: string, files: GrepFile[], limits: GrepLim
       if (done) return;
       done = true;
       clearInterval(watchdog);
-      void worker.terminate();
+      // A worker that cannot be terminated has exited already: nothing is left to stop.
+      worker.terminate().catch(() => undefined);
       resolve(r);
     };
     const step = Math.max(10, Math.min(100, Math.floor(limits.lineBudgetMs / 5)));
