@@ -120,12 +120,29 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
         return;
       case 'reclaim':
         if (this.isSelf) return;
+        // The watch judged from a row it read earlier: this actor may have claimed the row since (its recovery and
+        // the watch's first pass race at start). A claim still held under our epoch is only extended: a new epoch
+        // (and a `recovered` event) is for a row someone else held or let go.
+        if (await this.stillHeld()) return;
         if (await this.claim()) await this.fenced(() => this.markIfOverdue());
         else this.actor.stop();
         return;
       case 'status':
         msg.reply(await repo.getNode(this.s.db, this.actor.key));
         return;
+    }
+  }
+
+  /** Extends this actor's claim when the row is still ours under its epoch; false when it is not (or never was). */
+  private async stillHeld(): Promise<boolean> {
+    const fence = this.fence;
+    if (!fence) return false;
+    try {
+      await repo.renewClaim(this.s.db, fence, this.leaseTtlMs);
+      return true;
+    } catch (err) {
+      if (isOrchError(err) && err.spec === Errors.LEASE_LOST) return false;
+      throw err;
     }
   }
 
