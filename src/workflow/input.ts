@@ -1,7 +1,8 @@
 // input_schema of seed 002: the caller's payload is validated before an execution is created (HTTP 422 with these
 // errors, nothing written). JSON Schema draft-07 with ajv: string, number/integer, boolean, enum, nested objects
 // and arrays, required, formats. No schema accepts any payload; no payload is validated as `{}`.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { tenantAjv } from '../util/tenant-ajv.ts';
 import addFormatsImport, { type FormatsPlugin } from 'ajv-formats';
 import type { WorkflowManifest } from './manifest/types.ts';
 
@@ -12,7 +13,7 @@ export interface SchemaError {
 }
 
 const addFormats = addFormatsImport as unknown as FormatsPlugin;
-const ajv = new Ajv({ allErrors: true, strict: false });
+const ajv = tenantAjv({ allErrors: true, strict: false });
 addFormats(ajv);
 
 // Manifests are parsed once per deploy and reused for every run: compile each schema object once.

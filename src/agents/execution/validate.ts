@@ -1,6 +1,6 @@
 // Validation of one iteration's result against spec.execution.validation: every rule must pass. The failures are
 // what the next iteration is told to fix (refinement).
-import { Ajv } from 'ajv';
+import { tenantAjv } from '../../util/tenant-ajv.ts';
 import type { ValidationRule } from '../manifest/types.ts';
 
 export interface IterationOutcome {
@@ -24,7 +24,7 @@ export interface ValidationFailure {
   message: string;
 }
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+const ajv = tenantAjv({ allErrors: true, strict: false });
 
 function extractJson(text: string): unknown {
   const trimmed = text.trim();

@@ -3,6 +3,7 @@
 // schema.ts (structure, unknown keys), then what a schema cannot say well: known tool names, supported runtime
 // pairs, and the unit forms of memory, cpu and timeouts. Defaults are filled in only when everything passed.
 import { Ajv, type ValidateFunction } from 'ajv';
+import { tenantAjv } from '../../util/tenant-ajv.ts';
 import { isMap, isScalar, type Document } from 'yaml';
 import { segmentsOf } from '../../config/paths.ts';
 import { parseYamlDocument, schemaErrors, yamlValue } from './common.ts';
@@ -225,7 +226,7 @@ function semantic(raw: Raw, errors: ManifestError[]): AgentManifest | undefined 
   validation.forEach((r, i) => {
     if (r.type === 'json_schema') {
       try {
-        new Ajv({ strict: false }).compile(r.schema);
+        tenantAjv({ strict: false }).compile(r.schema);
       } catch (e) {
         err(`spec.execution.validation[${i}].schema`, `is not a valid JSON Schema: ${(e as Error).message}`);
       }
@@ -284,7 +285,7 @@ function semantic(raw: Raw, errors: ManifestError[]): AgentManifest | undefined 
 
   if (spec.input_schema !== undefined) {
     try {
-      new Ajv({ strict: false }).compile(spec.input_schema);
+      tenantAjv({ strict: false }).compile(spec.input_schema);
     } catch (e) {
       err('spec.input_schema', `is not a valid JSON Schema: ${(e as Error).message}`);
     }

@@ -5,6 +5,7 @@
 // volume references, storage rules and consensus weights. Defaults of seed 002 are filled only when all passed, and
 // this is the only producer of WorkflowManifest: the engine and the runners never re-default.
 import { Ajv, type ValidateFunction } from 'ajv';
+import { tenantAjv } from '../../util/tenant-ajv.ts';
 import { segmentsOf } from '../../config/paths.ts';
 import { schemaErrors } from '../../agents/manifest/common.ts';
 import { parseMemory } from '../../agents/manifest/parse.ts';
@@ -214,7 +215,7 @@ class Checker {
     if (schema === undefined) return;
     if (schema.type !== 'object') this.err(`${field}.type`, 'must be "object"');
     try {
-      new Ajv({ strict: false }).compile(schema);
+      tenantAjv({ strict: false }).compile(schema);
     } catch (e) {
       this.err(field, `is not a valid JSON Schema: ${(e as Error).message}`);
     }
