@@ -23,6 +23,7 @@ import { conversation, llmProviders } from '../../test/cluster/processes.ts';
 import { ChaosCluster, isFrontDoor, type ChaosNode, type Topology } from './cluster.ts';
 import { LoadDriver, STIMULUS_SOURCE, WEBHOOK_SOURCE, WORKFLOW } from './load.ts';
 import { judge } from './check.ts';
+import { seeded } from '../../test/support/seeded.ts';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,17 +34,6 @@ function num(name: string, fallback: number): number {
   return Number.isFinite(v) && v > 0 ? v : fallback;
 }
 
-/** mulberry32: a small seeded PRNG, so a seed replays the same schedule. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -54,7 +44,7 @@ const rate = num('rate', 1);
 const topology: Topology = arg('topology') === 'hybrid' ? 'hybrid' : 'split';
 const [faultMin, faultMax] = (arg('fault-every') ?? '10,20').split(',').map(Number) as [number, number];
 const keep = process.argv.includes('--keep');
-const rnd = prng(seed);
+const rnd = seeded(seed); // a seed replays the same schedule
 const pick = (n: number): number => Math.floor(rnd() * n);
 const between = (a: number, b: number): number => a + rnd() * (b - a);
 const t0 = Date.now();

@@ -3,6 +3,7 @@
 // paraphrases of one family must collapse into one pattern; a held-out phrasing of each family (never stored)
 // must find its family first. Some families are deliberately close (two missing modules, two KeyErrors) so the
 // embedding has to tell them apart by the name that matters. Deterministic: a seeded generator, no randomness.
+import { seeded } from '../support/seeded.ts'; // mulberry32: every run stores the same corpus
 
 export interface Family {
   key: string;
@@ -218,17 +219,6 @@ export const FAMILIES: Family[] = [
   },
 ];
 
-/** A small deterministic generator (mulberry32) so every run stores the same corpus. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const DIRS = ['src', 'app', 'lib', 'services/api', 'pkg/core', 'handlers', 'tmp/build', 'home/runner/work'];
 const FILES = ['main', 'views', 'utils', 'handler', 'index', 'models', 'worker', 'client'];
