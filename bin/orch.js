@@ -1,7 +1,8 @@
 #!/usr/bin/env node
-// The `orch` bin: loads the TypeScript sources through tsx in this process (no child process, so a signal sent to
-// this process reaches the node itself) so that a clone runs without a build step.
-import { register } from 'tsx/esm/api';
+// The `orch` bin. Runs the compiled build (dist/, made by `npm install` through `prepare`, or `npm run build`) when it
+// is current, else the TypeScript sources through tsx (see bin/entry.js). Either way in this process, no child: a
+// signal sent to this process reaches the node itself.
+import { buildState, importEntry } from './entry.js';
 
 // Started by npm (`npx orch up`; `npm start` execs this file directly), a shell can sit between npm and this
 // process. npm forwards SIGTERM and SIGINT to that shell, which dies without passing them on, and this process
@@ -17,5 +18,9 @@ if (process.env.npm_lifecycle_event) {
   watch.unref();
 }
 
-register();
-await import('../src/cli/main.ts');
+const state = buildState();
+// Only for a person at a terminal: a stale build is normal while developing, and scripts parse stderr.
+if (state.use === 'source' && state.why === 'dist/ is older than src/' && process.stderr.isTTY) {
+  process.stderr.write('orch: dist/ is older than src/, running the sources through tsx (`npm run build` to refresh)\n');
+}
+await importEntry('cli/main', state);

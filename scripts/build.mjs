@@ -1,0 +1,50 @@
+// `npm run build` (and `npm install`, through `prepare`): compiles src/ to dist/ with tsc (tsconfig.build.json) and
+// copies the files tsc does not (migrations, the sandbox bootstrap), so that bin/orch.js, `npm start` and the image
+// run plain JavaScript instead of compiling TypeScript on every start (issue 15 item 4).
+//
+// dist/.build-stamp gets the time the build STARTED: bin/orch.js treats dist as stale when any file under src/ is
+// newer than that, so a source edited during or after a build is never hidden behind an old dist.
+//
+// --if-possible (used by `prepare`): when TypeScript is not installed (`npm ci --omit=dev`), say so and exit 0
+// instead of failing the install; bin/orch.js then runs the sources through tsx.
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const src = path.join(root, 'src');
+const dist = path.join(root, 'dist');
+const stamp = path.join(dist, '.build-stamp');
+const ifPossible = process.argv.includes('--if-possible');
+const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+
+if (!existsSync(tsc)) {
+  if (ifPossible) {
+    process.stderr.write('orch: TypeScript is not installed, skipping the build; bin/orch.js will run the sources through tsx\n');
+    process.exit(0);
+  }
+  process.stderr.write('orch: TypeScript is not installed; run `npm install` (with dev dependencies) first\n');
+  process.exit(1);
+}
+
+const started = new Date();
+const res = spawnSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit', cwd: root });
+if (res.status !== 0) process.exit(res.status ?? 1);
+
+// Everything under src/ that is not TypeScript is a runtime asset (NNN_name.sql, bootstrap.mjs): same place in dist/.
+function copyAssets(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const from = path.join(dir, entry.name);
+    if (entry.isDirectory()) copyAssets(from);
+    else if (!entry.name.endsWith('.ts')) {
+      const to = path.join(dist, path.relative(src, from));
+      mkdirSync(path.dirname(to), { recursive: true });
+      cpSync(from, to, { preserveTimestamps: true });
+    }
+  }
+}
+copyAssets(src);
+
+writeFileSync(stamp, `${started.toISOString()}\n`);
+utimesSync(stamp, started, started);

@@ -1,0 +1,83 @@
+// Issue 15 item 4: `orch` compiled TypeScript on every call (tsx), 3-5 s per `npx orch …` under load. `npm install`
+// now builds dist/ (`prepare`), and bin/orch.js and `npm start` run it. These tests watch which modules the process
+// really resolves (test/support/module-trace.mjs): the compiled dist/ entry, and no TypeScript source.
+//
+// They need a current build: `npm test` makes one (`npm run build:dist`) before ava. Run alone after editing src/,
+// they fail and say so, which is the truth: bin/orch.js would then run the sources.
+import test from 'ava';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { eventually } from '../support/node-process.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const TRACE_HOOK = pathToFileURL(path.join(ROOT, 'test/support/module-trace.mjs')).href;
+const DIST = pathToFileURL(path.join(ROOT, 'dist')).href + '/';
+const SRC = pathToFileURL(path.join(ROOT, 'src')).href + '/';
+
+interface Traced {
+  dir: string;
+  trace: string;
+  env: NodeJS.ProcessEnv;
+}
+
+async function traced(t: import('ava').ExecutionContext): Promise<Traced> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-compiled-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const trace = path.join(dir, 'modules.txt');
+  const { ORCH_FROM_SOURCE: _ignored, ...rest } = process.env;
+  return { dir, trace, env: { ...rest, ORCH_MODULE_TRACE: trace, NODE_OPTIONS: `--import=${TRACE_HOOK}` } };
+}
+
+async function modules(trace: string): Promise<string[]> {
+  return (await readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+}
+
+async function assertBuildCurrent(t: import('ava').ExecutionContext): Promise<void> {
+  const { buildState } = (await import(pathToFileURL(path.join(ROOT, 'bin/entry.js')).href)) as { buildState(env?: NodeJS.ProcessEnv): { use: string; why?: string } };
+  const state = buildState({});
+  t.is(state.use, 'dist', `the compiled build is not current (${state.why}): run \`npm run build:dist\` (npm test does)`);
+}
+
+for (const flag of ['--help']) {
+  test(`bin/orch.js ${flag} runs the compiled dist/, not the TypeScript sources`, async (t) => {
+    await assertBuildCurrent(t);
+    const { trace, env } = await traced(t);
+    const res = spawnSync(process.execPath, [path.join(ROOT, 'bin/orch.js'), flag], { env, encoding: 'utf8', timeout: 60_000 });
+    t.is(res.status, 0, res.stderr);
+    t.regex(res.stdout, flag === '--help' ? /Usage: orch/ : /\d+\.\d+\.\d+/);
+    const loaded = await modules(trace);
+    t.true(loaded.includes(`${DIST}cli/main.js`), `dist/cli/main.js was not loaded; loaded:\n${loaded.join('\n')}`);
+    t.deepEqual(loaded.filter((u) => u.startsWith(SRC)), [], 'no module from src/');
+    t.false(loaded.some((u) => /\/node_modules\/tsx\//.test(u)), 'tsx was not loaded');
+  });
+}
+
+test('`npm start` runs the compiled node from dist/ and stops on SIGTERM', async (t) => {
+  await assertBuildCurrent(t);
+  const { dir, trace, env } = await traced(t);
+  const child = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { ...env, ORCH_DATA_DIR: path.join(dir, 'data'), ORCH_HTTP_PORT: '0', ORCH_GRPC_PORT: '0', ORCH_CLUSTER_GRPC_PORT: '0', ORCH_CONFIG: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  let hasExited = false;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => ((hasExited = true), resolve())));
+  t.teardown(() => {
+    if (!hasExited) child.kill('SIGKILL');
+  });
+  const up = await eventually(async () => (/ is up\n/.test(output) ? 'up' : hasExited ? 'exited' : undefined), 180_000, 'the banner of npm start');
+  t.is(up, 'up', output.slice(-3000));
+  const loaded = await modules(trace);
+  t.true(loaded.includes(`${DIST}cli/main.js`), `dist/cli/main.js was not loaded; loaded:\n${loaded.slice(0, 50).join('\n')}`);
+  t.true(loaded.includes(`${DIST}node/node.js`), 'the node itself came from dist/');
+  t.deepEqual(loaded.filter((u) => u.startsWith(SRC)), [], 'no module from src/');
+  child.kill('SIGTERM');
+  await exited;
+  t.regex(output, /shutting down gracefully/);
+});
