@@ -5,6 +5,7 @@ import type { Logger } from '../logging/logger.ts';
 import { sessionSetup } from './pg-session.ts';
 import type { Db, QueryOptions, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
+import { retryingStatements } from './statement-retry.ts';
 import { pgTypes } from './types.ts';
 import { inDbSpan } from '../observability/db.ts';
 import { asOutage } from '../errors/outage.ts';
@@ -26,6 +27,11 @@ export interface PgOptions {
   /** Default 10 s. */
   connectTimeoutMs?: number;
   logger?: Logger;
+  /**
+   * Wraps the adapter beneath its standalone-statement retry (statement-retry.ts): the 40001 fault injection of
+   * test/support/faulty-db.ts sits here, so a fault it raises meets the same retry loops a real one would.
+   */
+  inject?: (db: Db) => Db;
 }
 
 function toResult<R extends object>(res: pg.QueryResult): QueryResult<R> {
@@ -146,7 +152,8 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<Db> {
   // An idle client that loses its connection emits on the pool; unhandled, that would kill the process.
   pool.on('error', (err) => opts.logger?.warn({ err }, 'idle PostgreSQL connection failed'));
   const begin = opts.isolation === 'read committed' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL SERIALIZABLE';
-  const db = new PgDb(pool, begin, opts.retry, opts.logger);
+  const raw = new PgDb(pool, begin, opts.retry, opts.logger);
+  const db = retryingStatements(opts.inject ? opts.inject(raw) : raw, opts.retry);
   try {
     await pool.query('SELECT 1');
   } catch (err) {

@@ -22,6 +22,11 @@ export interface Adapter {
   kind: Db['kind'];
   /** A new, empty database (no migrations applied) with its own cleanup. */
   fresh(): Promise<FreshDb>;
+  /**
+   * 40001 is injected beneath the adapter (cockroach-rules.test.ts): tests that count how often a transaction
+   * function ran are skipped, since an injected fault legitimately runs it again.
+   */
+  faultInjected?: boolean;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -175,9 +180,11 @@ export function dbConformance(adapter: Adapter): void {
       return 'done';
     });
     t.is(value, 'done');
-    t.is(attempts, 2);
+    // With injected faults an attempt may also fail at a statement or at commit and run once more.
+    if (adapter.faultInjected) t.true(attempts >= 2);
+    else t.is(attempts, 2);
     const rows = await db.query<{ n: number }>(`SELECT n FROM ${table}`);
-    t.deepEqual(rows.rows, [{ n: 2 }], 'only the second attempt is committed');
+    t.deepEqual(rows.rows, [{ n: attempts }], 'only the last attempt is committed');
   });
 
   test(title('tx does not retry other errors'), async (t) => {

@@ -1,6 +1,7 @@
 // The transaction retry helper on its own: what it retries, how often, and what it gives up with.
 import test from 'ava';
 import { RetryableError } from '../../src/errors/catalog.ts';
+import type { Db, QueryResult } from '../../src/storage/db.ts';
 import { isSerializationFailure, SerializationConflict, withTxRetry } from '../../src/storage/retry.ts';
 
 const conflict = (): Error => Object.assign(new Error('restart transaction'), { code: '40001' });
@@ -46,4 +47,31 @@ test('gives up after maxAttempts with a RetryableError carrying the last conflic
   t.false(isSerializationFailure(err), 'an outer retry loop does not retry an exhausted inner one');
   // Four attempts with at most 5 ms of backoff each; the bound only leaves room for a loaded machine.
   t.true(Date.now() - started < 10_000);
+});
+
+test('a standalone statement that fails with 40001 is run again (it was not applied); other errors are not', async (t) => {
+  const { retryingStatements } = await import('../../src/storage/statement-retry.ts');
+  let calls = 0;
+  let answer = async (): Promise<QueryResult> => {
+    if (++calls < 3) throw conflict();
+    return { rows: [{ ok: 1 }], rowCount: 1 };
+  };
+  const inner = {
+    kind: 'pg',
+    query: () => answer(),
+    tx: async () => undefined,
+    ping: async () => true,
+    close: async () => undefined,
+  } as unknown as Db;
+  const db = retryingStatements(inner, { baseDelayMs: 1 });
+  t.deepEqual((await db.query('SELECT 1')).rows, [{ ok: 1 }]);
+  t.is(calls, 3);
+  const boom = Object.assign(new Error('boom'), { code: '23505' });
+  answer = async () => {
+    calls++;
+    throw boom;
+  };
+  calls = 0;
+  t.is(await t.throwsAsync(db.query('INSERT')), boom);
+  t.is(calls, 1);
 });

@@ -52,6 +52,8 @@ export async function startEngine(
     storage?: EngineDeps['storage'];
     /** Wraps the engine's Db (e.g. a query recorder, test/support/query-recorder.ts). */
     wrapDb?: (db: Db) => Db;
+    /** Opens the PostgreSQL Db instead of a plain openPg (e.g. with 40001 injected beneath it, faulty-db.ts). */
+    openDb?: (url: string) => Promise<Db>;
     /** Where System states run (default: the capability's bubblewrap sandbox). */
     system?: SystemSandbox;
   } = {},
@@ -69,7 +71,7 @@ export async function startEngine(
     t.teardown(() => rm(dir, { recursive: true, force: true }));
     db = await openPglite(path.join(dir, 'pglite'));
   } else {
-    db = await openPg(url!, { logger });
+    db = o.openDb ? await o.openDb(url!) : await openPg(url!, { logger });
   }
   if (o.wrapDb) db = o.wrapDb(db);
   await migrate(db, logger);
