@@ -1,12 +1,12 @@
 // The node's Ed25519 key: made on the first start, kept at <dataDir>/identity/node-key.json (0600, in a 0700
 // directory) so that a restarted node attests with the same key — the controller pins a node id to the key it first
-// registered with (docs/CLUSTER.md "Trust"). Signing uses OpenSSL through node:crypto; every verification
-// (envelopes and the attestation challenge, src/cluster/authority.ts) is libsodium's (src/util/ed25519.ts).
-import { createPrivateKey, createPublicKey, randomUUID, sign as cryptoSign, type KeyObject } from 'node:crypto';
+// registered with (docs/CLUSTER.md "Trust"). Signing and every verification (envelopes and the attestation
+// challenge, src/cluster/authority.ts) are libsodium's (src/util/ed25519.ts).
+import { randomUUID } from 'node:crypto';
 import { chmod, link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ed25519 } from '@noble/curves/ed25519.js';
 import { Errors, OrchError } from '../errors/catalog.ts';
+import { ed25519PublicKeyPem, ed25519RawFromPem, ed25519Signer, randomEd25519Secret } from '../util/ed25519.ts';
 
 export const NODE_KEY_FILE = 'node-key.json';
 
@@ -22,19 +22,12 @@ export interface NodeKey {
 /** A key from its 32-byte secret (tests and the benchmark make many in memory). */
 export function nodeKeyFromSecret(secret: Uint8Array): NodeKey {
   if (secret.length !== 32) throw new OrchError(Errors.CONFIG_INVALID, 'an Ed25519 node key is 32 bytes');
-  const publicKey = ed25519.getPublicKey(secret);
-  const x = Buffer.from(publicKey).toString('base64url');
-  const privateKey = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x, d: Buffer.from(secret).toString('base64url') }, format: 'jwk' });
-  const publicKeyPem = createPublicKey(privateKey).export({ format: 'pem', type: 'spki' }).toString();
-  return {
-    publicKey,
-    publicKeyPem,
-    sign: (data) => new Uint8Array(cryptoSign(null, data, privateKey)),
-  };
+  const signer = ed25519Signer(secret);
+  return { publicKey: signer.publicKey, publicKeyPem: ed25519PublicKeyPem(signer.publicKey), sign: signer.sign };
 }
 
 export function generateNodeKey(): NodeKey {
-  return nodeKeyFromSecret(ed25519.utils.randomSecretKey());
+  return nodeKeyFromSecret(randomEd25519Secret());
 }
 
 /** The node's persistent key; two processes racing on the first start agree on one key (link(2) publishes it). */
@@ -45,7 +38,7 @@ export async function loadOrCreateNodeKey(dataDir: string): Promise<NodeKey> {
   const file = path.join(dir, NODE_KEY_FILE);
   let secret = await readSecret(file);
   if (!secret) {
-    const fresh = ed25519.utils.randomSecretKey();
+    const fresh = randomEd25519Secret();
     const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
     await writeFile(tmp, `${JSON.stringify({ alg: 'Ed25519', d: Buffer.from(fresh).toString('base64') })}\n`, { mode: 0o600, flag: 'wx' });
     try {
@@ -81,12 +74,7 @@ async function readSecret(file: string): Promise<Uint8Array | undefined> {
 
 /** The raw 32 bytes of an Ed25519 SPKI PEM; throws BAD_REQUEST for anything else. */
 export function rawPublicKeyFromPem(pem: string): Uint8Array {
-  let key: KeyObject;
-  try {
-    key = createPublicKey({ key: pem, format: 'pem' });
-  } catch {
-    throw new OrchError(Errors.BAD_REQUEST, 'public_key_pem is not a valid PEM public key');
-  }
-  if (key.asymmetricKeyType !== 'ed25519') throw new OrchError(Errors.BAD_REQUEST, 'public_key_pem is not an Ed25519 key');
-  return new Uint8Array(Buffer.from(String(key.export({ format: 'jwk' }).x), 'base64url'));
+  const r = ed25519RawFromPem(pem);
+  if ('raw' in r) return r.raw;
+  throw new OrchError(Errors.BAD_REQUEST, r.problem === 'pem' ? 'public_key_pem is not a valid PEM public key' : 'public_key_pem is not an Ed25519 key');
 }

@@ -1,10 +1,9 @@
 // The SEAL client for agent code and tests: an ephemeral Ed25519 key pair, attestation over HTTP or gRPC, and
 // signed envelopes (docs/SEAL.md). The signed bytes are exactly the payload: the UTF-8 JSON-RPC request.
 import { credentials, Metadata, type ServiceError } from '@grpc/grpc-js';
-import { ed25519 } from '@noble/curves/ed25519.js';
-import { createPublicKey } from 'node:crypto';
 import { OrchRuntimeClient, type InvokeToolRequest } from '../gen/orch/runtime/v1/runtime.js';
 import { SEAL_PROTOCOL, type JsonRpcId, type JsonRpcResponse } from './envelope.ts';
+import { ed25519PublicKeyPem, ed25519Signer, randomEd25519Secret } from '../util/ed25519.ts';
 
 export interface SealKeyPair {
   /** 32-byte Ed25519 secret key. */
@@ -14,8 +13,8 @@ export interface SealKeyPair {
 }
 
 export function generateKeyPair(): SealKeyPair {
-  const privateKey = ed25519.utils.randomSecretKey();
-  return { privateKey, publicKey: ed25519.getPublicKey(privateKey) };
+  const privateKey = randomEd25519Secret();
+  return { privateKey, publicKey: ed25519Signer(privateKey).publicKey };
 }
 
 /** The HTTP attestation form: base64 of the raw 32 bytes. */
@@ -25,8 +24,7 @@ export function publicKeyBase64(publicKey: Uint8Array): string {
 
 /** The gRPC attestation form: SPKI PEM. */
 export function publicKeyPem(publicKey: Uint8Array): string {
-  const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(publicKey).toString('base64url') }, format: 'jwk' });
-  return key.export({ format: 'pem', type: 'spki' }).toString();
+  return ed25519PublicKeyPem(publicKey);
 }
 
 export interface BuildOptions {
@@ -58,7 +56,7 @@ export function signPayload(payload: Uint8Array, o: Omit<BuildOptions, 'id'>): B
   return {
     protocol: SEAL_PROTOCOL,
     security_token: o.securityToken,
-    signature: Buffer.from(ed25519.sign(payload, o.privateKey)).toString('base64'),
+    signature: Buffer.from(ed25519Signer(o.privateKey).sign(payload)).toString('base64'),
     payload: Buffer.from(payload),
     timestamp: new Date(o.now ?? Date.now()).toISOString(),
   };

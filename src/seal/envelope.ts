@@ -1,8 +1,7 @@
 // The SEAL envelope (CONTRACT.md "SEAL envelope, exactly"): parsing of both wire forms, Ed25519 keys in both
 // forms (PEM and base64 raw), signature verification over exactly the payload bytes, and the JSON-RPC 2.0 shapes
 // of a tools/call request and its answers. Pure functions; no I/O.
-import { createPublicKey, type KeyObject } from 'node:crypto';
-import { isValidEd25519PublicKey, verifyEd25519 } from '../util/ed25519.ts';
+import { ed25519RawFromPem, isValidEd25519PublicKey, verifyEd25519 } from '../util/ed25519.ts';
 
 export const SEAL_PROTOCOL = 'seal/v1';
 /** An envelope older than this, or this far in the future, is refused. */
@@ -146,15 +145,9 @@ const PEM = /-----BEGIN PUBLIC KEY-----/;
 export function parsePublicKey(input: string): Buffer {
   const s = input.trim();
   if (PEM.test(s)) {
-    let key: KeyObject;
-    try {
-      key = createPublicKey({ key: s, format: 'pem' });
-    } catch {
-      throw new EnvelopeError('public key PEM is not valid');
-    }
-    if (key.asymmetricKeyType !== 'ed25519') throw new EnvelopeError('public key is not an Ed25519 key');
-    const jwk = key.export({ format: 'jwk' });
-    return checkedKey(Buffer.from(String(jwk.x), 'base64url'));
+    const r = ed25519RawFromPem(s);
+    if (!('raw' in r)) throw new EnvelopeError(r.problem === 'pem' ? 'public key PEM is not valid' : 'public key is not an Ed25519 key');
+    return checkedKey(Buffer.from(r.raw));
   }
   const raw = decodeBase64(s, 'public key');
   if (raw.length !== 32) throw new EnvelopeError('public key must be 32 bytes of Ed25519 (base64) or a PEM');
@@ -168,15 +161,6 @@ export function parsePublicKey(input: string): Buffer {
 function checkedKey(raw: Buffer): Buffer {
   if (!isValidEd25519PublicKey(raw)) throw new EnvelopeError('public key is not a valid Ed25519 key (not a curve point, or of small order)');
   return raw;
-}
-
-/** A KeyObject for the raw 32-byte key (OpenSSL's Ed25519: strict RFC 8032 verification). */
-export function keyObject(raw: Uint8Array): KeyObject {
-  try {
-    return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' });
-  } catch {
-    throw new EnvelopeError('public key is not a valid Ed25519 key');
-  }
 }
 
 /** Ed25519 verification of the signature bytes over exactly `payload` by the raw 32-byte key. Never throws. */

@@ -1,20 +1,10 @@
 // Paths inside a volume. A caller's path is relative to the volume root (`a/b.txt` and `/a/b.txt` are the same
 // file). `..` that would climb above the root is refused (not clamped), NUL bytes are refused, and the symlink check
-// is the fs.* tools' one (resolveVolumePath): the real path of the target and of its nearest existing parent must
-// stay inside the root's real path, and a dangling link is refused for writes.
+// is the one the fs.* tools use too (./containment.ts): the real path of the target and of its nearest existing
+// parent must stay inside the root's real path, and a dangling link is refused.
 import path from 'node:path';
 import { Errors, OrchError } from '../errors/catalog.ts';
-import { isToolError, resolveVolumePath } from '../tools/builtin/fs.ts';
-import type { SecurityContext } from '../tools/types.ts';
-
-/** The volume root is mounted at `/` of this lexical view; no filesystem allowlist applies at this layer. */
-const OPEN_CONTEXT: SecurityContext = {
-  name: 'volume-service',
-  allow: [],
-  deny: [],
-  filesystem: { read: [], write: [] },
-  network: { mode: 'none', allowlist: [] },
-};
+import { escapesThroughLink } from './containment.ts';
 
 const MAX_PATH = 4096;
 
@@ -47,11 +37,9 @@ export interface VolumePath {
 /** Maps a caller's path onto the host directory `root`, refusing `..` and symbolic-link escapes. */
 export async function resolveInVolume(root: string, requested: string, mode: 'read' | 'write'): Promise<VolumePath> {
   const p = normalizeVolumePath(requested);
-  const resolved = await resolveVolumePath({ mounts: [{ sandboxPath: '/', hostPath: root, readOnly: false }], workdir: '/', context: OPEN_CONTEXT }, p, mode);
-  if (isToolError(resolved)) {
-    throw new OrchError(Errors.PATH_OUTSIDE_BOUNDARY, resolved.message.replace(/ outside the volume \/$/, ' outside the volume'));
-  }
-  return { path: p, host: resolved.host, isRoot: path.resolve(resolved.host) === path.resolve(root) };
+  const host = path.join(root, ...p.split('/').filter(Boolean));
+  if (await escapesThroughLink(root, host)) throw new OrchError(Errors.PATH_OUTSIDE_BOUNDARY, `${p} resolves (through a symbolic link) outside the volume`);
+  return { path: p, host, isRoot: path.resolve(host) === path.resolve(root) };
 }
 
 /**

@@ -7,6 +7,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
 import { runTool, toolDefs, type CmdRequest, type ToolContext } from '../../src/agents/execution/tools.ts';
+import type { NodeConfig } from '../../src/config/types.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { createToolCatalog } from '../../src/tools/catalog.ts';
+
+// The loop is handed the node's catalog (issue 19): here the built-in tools with seed defaults.
+const catalog = createToolCatalog({ config: { builtin_dispatchers: [], mcp_servers: [] } as unknown as NodeConfig, logger: silentLogger() });
 
 function manifest(over: { tools?: AgentManifest['spec']['tools']; read?: string[]; write?: string[] } = {}): AgentManifest {
   return {
@@ -32,6 +38,7 @@ async function context(t: import('ava').ExecutionContext, m: AgentManifest, ran:
     manifest: m,
     mounts: [{ sandboxPath: '/workspace', hostPath: host, readOnly: false }],
     workdir: '/workspace',
+    catalog,
     ceilings: { max_output_bytes: 1000, timeout_ceiling_secs: 5 },
     runCommand: async (req) => {
       ran.push(req);
@@ -65,7 +72,7 @@ test('cmd.run: allowlisted commands are dispatched with the node ceilings; other
 test('cmd.run is ToolNotAllowed when the manifest does not declare it', async (t) => {
   const { ctx } = await context(t, manifest({ tools: [{ name: 'fs.read' }] }));
   t.like(await runTool(ctx, 'cmd.run', { command: 'ls' }), { ok: false, error: { error: 'ToolNotAllowed' } });
-  t.deepEqual(toolDefs(ctx.manifest).map((d) => d.name), ['fs_read'], 'only declared tools are offered to the model');
+  t.deepEqual(toolDefs(ctx.manifest, catalog).map((d) => d.name), ['fs_read'], 'only declared tools are offered to the model');
 });
 
 test('fs tools act on the volume and refuse paths outside it or outside the allowlists', async (t) => {

@@ -21,7 +21,7 @@ import type { GatewayRegistry } from './gateway-server.ts';
 import { Journal } from './journal.ts';
 import type { ExecutionRow } from './repo.ts';
 import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
-import { defaultCatalog, runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
+import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
 import { validateIteration } from './validate.ts';
 import { ExecutionVolumes } from './volumes.ts';
 import type { VolumeService } from '../../volumes/service.ts';
@@ -48,8 +48,8 @@ export interface LoopDeps {
   nodeId: string;
   dataDir: string;
   ceilings: CmdCeilings;
-  /** The node's tool catalog (fs.*, cmd.run, web.* run through it); default: the built-in tools with seed defaults. */
-  catalog?: ToolCatalog;
+  /** The node's tool catalog (fs.*, cmd.run, web.*, orch.* run through it), injected: the loop never builds one. */
+  catalog: ToolCatalog;
   judge?: TenantJudge;
   logger: Logger;
   /** The node's live-sandbox registry: cmd.run over SEAL runs in this execution's sandbox through it. */
@@ -272,7 +272,7 @@ export class ExecutionLoop {
       workdir: WORKSPACE,
       ceilings: this.deps.ceilings,
       runCommand: (req) => this.dispatch(req),
-      ...(this.deps.catalog ? { catalog: this.deps.catalog } : {}),
+      catalog: this.deps.catalog,
       tenantId: this.row.tenant_id,
       executionId: this.id,
       agentId: this.row.agent_id,
@@ -535,7 +535,7 @@ export class ExecutionLoop {
   /** The inner-loop judge applies when the manifest enables it and the tool's skip_judge is false. */
   private needsToolJudge(tool: string): boolean {
     if (this.toolRules.length === 0) return false;
-    return (this.deps.catalog ?? defaultCatalog()).get(tool)?.skipJudge !== true;
+    return this.deps.catalog.get(tool)?.skipJudge !== true;
   }
 
   private async judge(rule: Extract<AgentManifest['spec']['execution']['validation'][number], { type: 'semantic' }>, output: string) {

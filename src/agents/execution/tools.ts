@@ -5,11 +5,11 @@
 // implementation of every tool and of the policy checks: the catalog's. A tool error is a result the model sees and
 // can react to, not a failure of the execution. (Until issue 15 the loop offered only fs.*, cmd.run and web.*, and
 // an orch.* tool in spec.tools was dropped without a word.)
+//
+// The catalog is handed in (LoopDeps.catalog, ToolContext.catalog), never built here: src/tools/builtin/orch.ts
+// drives executions, so the loop importing the catalog made agents/execution ↔ tools one import cycle (issue 19).
 import type { Principal } from '../../auth/principal.ts';
-import type { NodeConfig } from '../../config/types.ts';
-import { silentLogger } from '../../logging/logger.ts';
-import { createToolCatalog } from '../../tools/catalog.ts';
-import { mapPath } from '../../tools/builtin/fs.ts';
+import { mapPath } from '../../tools/paths.ts';
 import { checkCommand as checkCommandInContext, contextFromManifest } from '../../tools/policy.ts';
 import type { ToolCatalog, ToolError } from '../../tools/types.ts';
 import type { LlmToolDef } from '../llm/types.ts';
@@ -52,21 +52,12 @@ export interface ToolContext {
   workdir: string;
   ceilings: CmdCeilings;
   runCommand(req: CmdRequest): Promise<CmdResult>;
-  /** The node's catalog; default: one built from an empty node config (the built-in tools, seed defaults). */
-  catalog?: ToolCatalog;
+  /** The node's catalog (src/agents/capability.ts builds it). */
+  catalog: ToolCatalog;
   tenantId?: string;
   executionId?: string;
   agentId?: string;
   signal?: AbortSignal;
-}
-
-let fallback: ToolCatalog | undefined;
-export function defaultCatalog(): ToolCatalog {
-  fallback ??= createToolCatalog({
-    config: { builtin_dispatchers: [], mcp_servers: [] } as unknown as NodeConfig,
-    logger: silentLogger(),
-  });
-  return fallback;
 }
 
 /** Tool names as the model sees them: dots are not allowed in OpenAI function names, so `fs.write` → `fs_write`. */
@@ -75,7 +66,7 @@ export function wireName(tool: string): string {
 }
 
 /** The definitions offered to the model: the manifest's tools that the node's catalog has. */
-export function toolDefs(manifest: AgentManifest, catalog: ToolCatalog = defaultCatalog()): LlmToolDef[] {
+export function toolDefs(manifest: AgentManifest, catalog: ToolCatalog): LlmToolDef[] {
   return manifest.spec.tools
     .map((t) => catalog.get(t.name))
     .filter((d) => d !== undefined)
@@ -105,7 +96,7 @@ function agentPrincipal(ctx: ToolContext): Principal {
 }
 
 export async function runTool(ctx: ToolContext, tool: string, args: Record<string, unknown>): Promise<ToolResult> {
-  const catalog = ctx.catalog ?? defaultCatalog();
+  const catalog = ctx.catalog;
   const context = contextFromManifest(ctx.manifest);
   if (!ctx.manifest.spec.tools.some((t) => t.name === tool)) return { ok: false, error: { error: 'ToolNotAllowed', message: `${tool} is not in spec.tools` } };
   const principal = agentPrincipal(ctx);

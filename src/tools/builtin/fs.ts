@@ -8,7 +8,7 @@
 // the VolumeService instead of the host directory by fs.read, write, list, create_dir, delete, edit and multi_edit:
 // the same quota (StorageFull, nothing half-written), the same symlink containment, and a StorageEvent per call as
 // the FSAL records them (docs/FSAL.md "Executions and volumes"). fs.grep and fs.glob read the mount's host path.
-import { lstat, mkdir, readFile, readdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import fg from 'fast-glob';
 import { status as GrpcStatus } from '@grpc/grpc-js';
@@ -18,75 +18,10 @@ import { recordStorageEvent, type FsalOperation } from '../../fsal/events.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
 import type { VolumeService } from '../../volumes/service.ts';
-import { checkPath } from '../policy.ts';
+import { isToolError, mapPath, resolveVolumePath, workdirOf, type ResolvedPath } from '../paths.ts';
 import type { ToolCallContext, ToolDefinition, ToolError, ToolOutcome, VolumeMount } from '../types.ts';
 import { bool, fail, ok, schema, str } from './util.ts';
 import { GREP_LIMITS, grepInWorker, MAX_PATTERN_LENGTH } from './regex-worker.ts';
-
-export interface ResolvedPath {
-  host: string;
-  sandbox: string;
-  mount: VolumeMount;
-}
-
-export function isToolError(x: unknown): x is ToolError {
-  return typeof x === 'object' && x !== null && 'error' in x && 'message' in x && !('host' in x);
-}
-
-function workdirOf(ctx: Pick<ToolCallContext, 'workdir' | 'mounts'>): string {
-  return ctx.workdir ?? ctx.mounts?.[0]?.sandboxPath ?? '/workspace';
-}
-
-/** The lexical part of the mapping: mount table, allowlist, read-only. No filesystem access. */
-export function mapPath(ctx: Pick<ToolCallContext, 'workdir' | 'mounts' | 'context'>, requested: string, mode: 'read' | 'write'): ResolvedPath | ToolError {
-  const workdir = workdirOf(ctx);
-  const sandbox = path.posix.normalize(path.posix.isAbsolute(requested) ? requested : path.posix.join(workdir, requested)).replace(/(.)\/+$/, '$1');
-  const mount = (ctx.mounts ?? [])
-    .filter((m) => sandbox === m.sandboxPath || sandbox.startsWith(`${m.sandboxPath.replace(/\/+$/, '')}/`))
-    .sort((a, b) => b.sandboxPath.length - a.sandboxPath.length)[0];
-  if (!mount) {
-    return { error: 'PathOutsideBoundary', message: ctx.mounts?.length ? `${requested} is outside the agent's volumes` : `${requested}: the caller has no volume mounted` };
-  }
-  const denied = checkPath(ctx.context, sandbox, mode);
-  if (denied) return { error: denied.error, message: denied.message.replace(sandbox, requested) };
-  if (mode === 'write' && mount.readOnly) return { error: 'PERMISSION_DENIED', message: `${mount.sandboxPath} is mounted read-only` };
-  const rel = path.posix.relative(mount.sandboxPath, sandbox);
-  return { host: path.join(mount.hostPath, ...rel.split('/').filter(Boolean)), sandbox, mount };
-}
-
-function inside(root: string, p: string): boolean {
-  return p === root || p.startsWith(root.endsWith(path.sep) ? root : `${root}${path.sep}`);
-}
-
-/** mapPath plus the symlink check: real paths of the target and of its nearest existing parent stay in the mount. */
-export async function resolveVolumePath(ctx: Pick<ToolCallContext, 'workdir' | 'mounts' | 'context'>, requested: string, mode: 'read' | 'write'): Promise<ResolvedPath | ToolError> {
-  const mapped = mapPath(ctx, requested, mode);
-  if (isToolError(mapped)) return mapped;
-  const escape: ToolError = { error: 'PathOutsideBoundary', message: `${requested} resolves (through a symbolic link) outside the volume ${mapped.mount.sandboxPath}` };
-  const root = await realpath(mapped.mount.hostPath);
-  try {
-    if (!inside(root, await realpath(mapped.host))) return escape;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    // A dangling link would let a write create its target anywhere.
-    const link = await lstat(mapped.host).catch(() => undefined);
-    if (link?.isSymbolicLink()) return escape;
-  }
-  if (path.resolve(mapped.host) === path.resolve(mapped.mount.hostPath)) return mapped;
-  let dir = path.dirname(mapped.host);
-  for (;;) {
-    try {
-      if (!inside(root, await realpath(dir))) return escape;
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      const up = path.dirname(dir);
-      if (up === dir) break;
-      dir = up;
-    }
-  }
-  return mapped;
-}
 
 type Handler = (ctx: ToolCallContext, args: Record<string, unknown>) => Promise<ToolOutcome>;
 
