@@ -49,3 +49,27 @@ test('without a built dashboard /ui says how to build it (503)', async (t) => {
   t.is(res.statusCode, 503);
   t.regex(res.json<{ error: string }>().error, /build:ui/);
 });
+
+test('the built dashboard answers /favicon.ico (an icon, not a 404) and links it from the page', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-ui-icon-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, 'index.html'), '<!doctype html><title>orch</title>');
+  await writeFile(path.join(dir, 'favicon.ico'), Buffer.from([0, 0, 1, 0, 1, 0]));
+  const app = Fastify();
+  t.teardown(() => app.close());
+  await registerDashboard(app, dir);
+  const icon = await app.inject({ method: 'GET', url: '/favicon.ico' });
+  t.is(icon.statusCode, 200);
+  t.is(icon.headers['content-type'], 'image/x-icon');
+  t.deepEqual(icon.rawPayload, Buffer.from([0, 0, 1, 0, 1, 0]));
+  t.is((await app.inject({ method: 'GET', url: '/ui/favicon.ico' })).statusCode, 200);
+
+  // The committed build carries the icon and the index links it.
+  const real = Fastify();
+  t.teardown(() => real.close());
+  await registerDashboard(real);
+  const built = await real.inject({ method: 'GET', url: '/favicon.ico' });
+  t.is(built.statusCode, 200);
+  t.is(built.rawPayload.readUInt16LE(2), 1, 'an ICO (type 1)');
+  t.regex((await real.inject({ method: 'GET', url: '/ui/' })).body, /<link rel="icon" href="\/ui\/favicon.ico"/);
+});

@@ -1,13 +1,17 @@
 // A workflow's state machine as an SVG: states in columns by distance from the initial state, transitions as arrows
 // (back edges curve below), the current state filled, terminal states (no transitions) with a double border.
+// The SVG is sized by its viewBox to the width it is given, so a long machine fits instead of running off the panel;
+// zoom (buttons, ctrl+wheel) and drag-to-pan move the viewBox for a closer look, "fit" shows the whole again.
+import { useRef, useState } from 'preact/hooks';
+
 export interface Graph {
   initial_state: string | null;
   states: { name: string; kind: string; targets: { target: string; condition: string }[] }[];
 }
 
-const W = 132;
+const W = 124;
 const H = 40;
-const GX = 56;
+const GX = 44;
 const GY = 22;
 
 export function layout(g: Graph): Map<string, { x: number; y: number; col: number }> {
@@ -41,13 +45,87 @@ export function layout(g: Graph): Map<string, { x: number; y: number; col: numbe
   return pos;
 }
 
-export function StateGraph({ graph, current, status }: { graph: Graph; current: string | null; status: string }) {
+interface View {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export function StateGraph({
+  graph,
+  current,
+  status,
+  selected,
+  onState,
+}: {
+  graph: Graph;
+  current: string | null;
+  status: string;
+  selected?: string | undefined;
+  onState?: (name: string) => void;
+}) {
   const pos = layout(graph);
   const width = Math.max(...[...pos.values()].map((p) => p.x + W), 200) + 12;
   const height = Math.max(...[...pos.values()].map((p) => p.y + H), 60) + 40;
   const done = status === 'completed' || status === 'failed' || status === 'cancelled';
+  const fit: View = { x: 0, y: 0, w: width, h: height };
+  const [view, setView] = useState<View | undefined>();
+  const v = view ?? fit;
+  const svgRef = useRef<SVGSVGElement>(null);
+  const drag = useRef<{ px: number; py: number; v: View; moved: boolean } | undefined>();
+  const zoom = (f: number): void => {
+    const w = Math.min(width, Math.max(width / 8, v.w / f));
+    const h = (w / width) * height;
+    const cx = v.x + v.w / 2;
+    const cy = v.y + v.h / 2;
+    setView(w >= width ? undefined : { x: cx - w / 2, y: cy - h / 2, w, h });
+  };
+  const unitsPerPx = (): number => v.w / Math.max(1, svgRef.current?.clientWidth ?? v.w);
   return (
-    <svg data-testid="wf-graph" class="graph" viewBox={`0 0 ${width} ${height}`} width={width} height={height} role="img" aria-label="workflow state machine">
+    <div class="graph-box">
+      <div class="graph-tools">
+        <button data-testid="graph-zoom-in" title="zoom in" onClick={() => zoom(1.4)}>
+          +
+        </button>
+        <button data-testid="graph-zoom-out" title="zoom out" onClick={() => zoom(1 / 1.4)}>
+          −
+        </button>
+        <button data-testid="graph-fit" title="show the whole machine" onClick={() => setView(undefined)}>
+          fit
+        </button>
+      </div>
+    <svg
+      ref={svgRef}
+      data-testid="wf-graph"
+      class={`graph ${view ? 'zoomed' : ''}`}
+      viewBox={`${v.x} ${v.y} ${v.w} ${v.h}`}
+      preserveAspectRatio="xMidYMid meet"
+      role="img"
+      aria-label="workflow state machine"
+      onWheel={(e) => {
+        if (!e.ctrlKey && !e.metaKey) return;
+        e.preventDefault();
+        zoom(e.deltaY < 0 ? 1.15 : 1 / 1.15);
+      }}
+      onPointerDown={(e) => {
+        if (!view) return;
+        drag.current = { px: e.clientX, py: e.clientY, v, moved: false };
+      }}
+      onPointerMove={(e) => {
+        const d = drag.current;
+        if (!d) return;
+        if (!d.moved) {
+          // A click on a state stays a click; only a real drag captures the pointer and pans.
+          if (Math.hypot(e.clientX - d.px, e.clientY - d.py) < 4) return;
+          d.moved = true;
+          (e.currentTarget as Element).setPointerCapture(e.pointerId);
+        }
+        const k = unitsPerPx();
+        setView({ ...d.v, x: d.v.x - (e.clientX - d.px) * k, y: d.v.y - (e.clientY - d.py) * k });
+      }}
+      onPointerUp={() => (drag.current = undefined)}
+    >
       <defs>
         <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
           <path d="M 0 0 L 10 5 L 0 10 z" fill="#7a8699" />
@@ -72,13 +150,21 @@ export function StateGraph({ graph, current, status }: { graph: Graph; current: 
       {graph.states.map((s) => {
         const p = pos.get(s.name)!;
         const isCurrent = s.name === current;
-        const cls = isCurrent ? (done ? `state current ${status}` : 'state current') : 'state';
+        const cls = `${isCurrent ? (done ? `state current ${status}` : 'state current') : 'state'}${selected === s.name ? ' picked' : ''}`;
         return (
-          <g key={s.name} data-testid={`graph-state-${s.name}`} data-current={isCurrent ? 'true' : 'false'} class={cls} transform={`translate(${p.x} ${p.y})`}>
+          <g
+            key={s.name}
+            data-testid={`graph-state-${s.name}`}
+            data-current={isCurrent ? 'true' : 'false'}
+            class={cls}
+            transform={`translate(${p.x} ${p.y})`}
+            onClick={() => onState?.(s.name)}
+          >
+            <title>{`${s.name} (${s.kind})`}</title>
             <rect width={W} height={H} rx="7" />
             {s.targets.length === 0 ? <rect x="3" y="3" width={W - 6} height={H - 6} rx="5" class="terminal" /> : null}
             <text x={W / 2} y={16} text-anchor="middle" class="name">
-              {s.name.length > 17 ? `${s.name.slice(0, 16)}…` : s.name}
+              {s.name.length > 16 ? `${s.name.slice(0, 15)}…` : s.name}
             </text>
             <text x={W / 2} y={31} text-anchor="middle" class="kind">
               {s.kind}
@@ -87,5 +173,6 @@ export function StateGraph({ graph, current, status }: { graph: Graph; current: 
         );
       })}
     </svg>
+    </div>
   );
 }

@@ -186,6 +186,8 @@ function App({ token }: { token: string }) {
   const [selection, setSelection] = useState<Selection>();
   const [filter, setFilter] = useState<'all' | 'active'>('all');
   const [error, setError] = useState<string>();
+  // The list streams whose first snapshot has arrived: until all have, the page says "loading", not "live" and zeros.
+  const loaded = useRef(new Set<string>());
   const feed = useMemo(() => new Feed(token, setStatus), [token]);
 
   useEffect(() => {
@@ -194,10 +196,16 @@ function App({ token }: { token: string }) {
       if (!frame) frame = requestAnimationFrame(() => ((frame = 0), setTick((t) => t + 1)));
     };
     const d = data.current;
-    feed.subscribe('executions', (m) => (applyList(d.executions as never, m, 'execution_id'), bump()));
-    feed.subscribe('workflows', (m) => (applyList(d.workflows as never, m, 'execution_id'), bump()));
-    feed.subscribe('approvals', (m) => (applyList(d.approvals as never, m, 'id'), bump()));
-    feed.subscribe('nodes', (m) => (applyList(d.nodes as never, m, 'node_id'), bump()));
+    const list = (stream: string, map: Map<string, never>, key: string): void =>
+      feed.subscribe(stream, (m) => {
+        applyList(map, m, key);
+        if (Array.isArray(m.snapshot)) loaded.current.add(stream);
+        bump();
+      });
+    list('executions', d.executions as never, 'execution_id');
+    list('workflows', d.workflows as never, 'execution_id');
+    list('approvals', d.approvals as never, 'id');
+    list('nodes', d.nodes as never, 'node_id');
     const clock = setInterval(bump, 5000);
     return () => {
       clearInterval(clock);
@@ -228,6 +236,15 @@ function App({ token }: { token: string }) {
     }
   };
 
+  const ready = loaded.current.size === 4;
+  const shown: Status | 'loading' = status === 'live' && !ready ? 'loading' : status;
+  const loading = (what: string) =>
+    loaded.current.has(what) ? null : (
+      <div class="loading muted" data-testid={`loading-${what}`}>
+        <span class="spinner" /> loading…
+      </div>
+    );
+
   const selExec = selection?.kind === 'execution' ? d.executions.get(selection.id) : undefined;
   const selWf = selection?.kind === 'workflow' ? d.workflows.get(selection.id) : undefined;
 
@@ -235,11 +252,15 @@ function App({ token }: { token: string }) {
     <div class="app">
       <header>
         <h1>orch</h1>
-        <span class={`conn c-${status}`} data-testid="connection">
-          {status}
+        <span class={`conn c-${shown}`} data-testid="connection">
+          {shown}
         </span>
-        <span class="stat">
-          {d.executions.size} executions · {running} running · {d.workflows.size} workflows · {approvals.length} pending approvals · {nodes.length} nodes
+        <span class="stat" data-testid="stats">
+          {ready
+            ? `${d.executions.size} executions · ${running} running · ${d.workflows.size} workflows · ${approvals.length} pending approvals · ${nodes.length} nodes`
+            : status === 'unauthorized'
+              ? 'the token was refused'
+              : 'loading…'}
         </span>
         {error ? <span class="error">{error}</span> : null}
       </header>
@@ -253,6 +274,7 @@ function App({ token }: { token: string }) {
                 <button class={filter === 'active' ? 'on' : ''} onClick={() => setFilter('active')}>running</button>
               </div>
             </div>
+            {loading('executions')}
             <VirtualList
               testid="executions"
               items={executions}
@@ -276,6 +298,7 @@ function App({ token }: { token: string }) {
             <div class="panel-head">
               <h2>Workflows</h2>
             </div>
+            {loading('workflows')}
             <VirtualList
               testid="workflows"
               items={workflows}
@@ -348,9 +371,7 @@ function App({ token }: { token: string }) {
                   </>
                 ) : null}
               </dl>
-              <div class="graph-wrap">
-                <StateGraph graph={selWf.graph} current={selWf.current_state} status={selWf.status} />
-              </div>
+              <StateGraph key={selWf.execution_id} graph={selWf.graph} current={selWf.current_state} status={selWf.status} />
               <h3>Event stream</h3>
               <EventStream feed={feed} stream={`workflow:${selWf.execution_id}`} />
             </>
@@ -364,7 +385,8 @@ function App({ token }: { token: string }) {
               <h2>Pending approvals</h2>
             </div>
             <div class="approvals" data-testid="approvals">
-              {approvals.length === 0 ? <div class="muted">nothing waiting</div> : null}
+              {loading('approvals')}
+              {approvals.length === 0 && loaded.current.has('approvals') ? <div class="muted">nothing waiting</div> : null}
               {approvals.map((a) => (
                 <div class="approval" data-testid={`approval-${a.id}`} data-execution={a.execution_id}>
                   <div class="prompt">{a.prompt}</div>
@@ -390,6 +412,7 @@ function App({ token }: { token: string }) {
             <div class="panel-head">
               <h2>Cluster nodes</h2>
             </div>
+            {loading('nodes')}
             <table class="nodes" data-testid="nodes">
               <thead>
                 <tr>

@@ -1,7 +1,7 @@
 // GET /ui: the live dashboard (CONTRACT.md, docs/LIVE-FEED.md), static files built from ui/src by `npm run build:ui`
 // and committed under ui/dist, so a clone serves it with no build step. The page holds no data of its own: it asks
 // for a token and reads everything through /v1/ws and the /v1 API with it.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
@@ -29,6 +29,14 @@ export async function registerDashboard(app: FastifyInstance, dir = DEFAULT_UI_D
     await scope.register(fastifyStatic, { root: dir, prefix: '/ui/', index: ['index.html'], cacheControl: false });
   });
   app.get('/ui', async (_request, reply) => reply.redirect('/ui/', 302));
+  // Browsers ask for /favicon.ico at the root whatever the page links; the built dashboard carries one (ui/public).
+  const icon = path.join(dir, 'favicon.ico');
+  if (existsSync(icon)) {
+    const bytes = readFileSync(icon);
+    app.get('/favicon.ico', async (_request, reply) =>
+      reply.header('content-type', 'image/x-icon').header('cache-control', 'public, max-age=86400').header('x-content-type-options', 'nosniff').send(bytes),
+    );
+  }
 }
 
 // Hashed asset names: cache them for good; the index names them, so it is always revalidated.
