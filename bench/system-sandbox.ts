@@ -1,7 +1,9 @@
 // What the sandbox costs a System state: one `echo hi` through ProcessRuntime.run (bubblewrap, dropped to uid
 // 65534, the run's workspace bound) against the same command as a plain host `sh -c` (runSystemCommand, the
 // operator's ExecuteSystemCommand path; System states used it before issue 14). Run as root:
-//   npx tsx bench/system-sandbox.ts [--runs 40]
+//   npx tsx bench/system-sandbox.ts [--runs 40] [--network]
+// --network measures a sandbox WITH network (its own network namespace joined to slirp4netns; before issue 14's
+// network isolation: the host's network namespace).
 // docs/BENCHMARKS.md records the figures.
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -13,6 +15,7 @@ import { silentLogger } from '../src/logging/logger.ts';
 
 const i = process.argv.indexOf('--runs');
 const RUNS = i >= 0 && Number(process.argv[i + 1]) > 0 ? Number(process.argv[i + 1]) : 40;
+const NETWORK = process.argv.includes('--network');
 
 function pct(samples: number[], p: number): number {
   const s = [...samples].sort((a, b) => a - b);
@@ -24,7 +27,7 @@ async function main(): Promise<void> {
   const ws = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-sbx-'));
   await chown(ws, 65534, 65534);
   const spec = (n: number): SandboxSpec => ({
-    executionId: `bench-${n}`, agentId: 'bench', command: ['/bin/sh', '-c', 'echo hi'], env: {}, workdir: '/workspace', network: false, labels: {},
+    executionId: `bench-${n}`, agentId: 'bench', command: ['/bin/sh', '-c', 'echo hi'], env: {}, workdir: '/workspace', network: NETWORK, labels: {},
     mounts: [{ hostPath: ws, sandboxPath: '/workspace', readOnly: false }], user: { uid: 65534, gid: 65534 },
   });
   await rt.run(spec(0), { timeoutMs: 60_000, maxOutputBytes: 1024 }); // the bwrap probe
@@ -40,7 +43,7 @@ async function main(): Promise<void> {
   }
   await rm(ws, { recursive: true, force: true });
   const f = (s: number[]) => `median ${pct(s, 0.5).toFixed(1)} ms, p95 ${pct(s, 0.95).toFixed(1)} ms`;
-  process.stdout.write(`System state "echo hi", ${RUNS} runs, load ${os.loadavg()[0]!.toFixed(1)}:\n  sandboxed (bwrap, uid 65534): ${f(sandboxed)}\n  host sh -c (before): ${f(host)}\n`);
+  process.stdout.write(`System state "echo hi", ${RUNS} runs, load ${os.loadavg()[0]!.toFixed(1)}:\n  sandboxed (bwrap, uid 65534, network ${NETWORK ? 'on' : 'off'}): ${f(sandboxed)}\n  host sh -c (before): ${f(host)}\n`);
 }
 
 await main();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the container engine and sandbox tools the tests (and a worker using `docker` isolation) talk to:
 #   - podman + runc (crun fails on this hybrid-cgroup host), busybox-static for the image, bubblewrap for `process`
-#     isolation — installed with apt-get only when missing;
+#     isolation, slirp4netns for the network of process sandboxes that have network — installed with apt-get only
+#     when missing;
 #   - a containers.conf (runc, cgroupfs, lowered default ulimits) exported as CONTAINERS_CONF;
 #   - podman's Docker-compatible API on unix:///run/orch-podman/podman.sock (started in the background when the
 #     socket does not answer);
@@ -30,6 +31,8 @@ command -v podman >/dev/null 2>&1 || missing+=(podman)
 command -v runc >/dev/null 2>&1 || missing+=(runc)
 [ -x /bin/busybox ] || missing+=(busybox-static)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# The network of process-isolated sandboxes that have network (src/agents/runtime/sandbox-net.ts).
+command -v slirp4netns >/dev/null 2>&1 || missing+=(slirp4netns)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] || die "missing packages (${missing[*]}) and not root; install them or run as root"

@@ -80,6 +80,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       ...(s.runtime?.docker_host ? { docker_host: s.runtime.docker_host } : {}),
       ...(s.runtime?.orchestrator_url ? { orchestrator_url: s.runtime.orchestrator_url } : {}),
       ...(s.runtime?.bwrap_path ? { bwrap_path: s.runtime.bwrap_path } : {}),
+      ...(s.runtime?.slirp4netns_path ? { slirp4netns_path: s.runtime.slirp4netns_path } : {}),
       sandbox_uid: s.runtime?.sandbox_uid ?? DEFAULT_SANDBOX_USER.uid,
       sandbox_gid: s.runtime?.sandbox_gid ?? DEFAULT_SANDBOX_USER.gid,
       system_state_network: s.runtime?.system_state_network === true,

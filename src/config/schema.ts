@@ -97,6 +97,7 @@ const spec = obj({
     docker_host: nonEmpty,
     orchestrator_url: httpUrl,
     bwrap_path: nonEmpty,
+    slirp4netns_path: nonEmpty,
     sandbox_uid: { type: 'integer', minimum: 1, maximum: 2147483647 },
     sandbox_gid: { type: 'integer', minimum: 1, maximum: 2147483647 },
     system_state_network: { type: 'boolean' },
@@ -195,6 +196,7 @@ export interface NodeConfigFileSpec {
     docker_host?: string;
     orchestrator_url?: string;
     bwrap_path?: string;
+    slirp4netns_path?: string;
     sandbox_uid?: number;
     sandbox_gid?: number;
     system_state_network?: boolean;

@@ -98,6 +98,8 @@ export interface NodeConfig {
     orchestrator_url?: string;
     /** The bubblewrap binary of process isolation; default: `bwrap` on PATH. */
     bwrap_path?: string;
+    /** slirp4netns, the user-mode network of process-isolated sandboxes that have network; default: on PATH. */
+    slirp4netns_path?: string;
     /** The unprivileged host uid/gid tenant commands (System states) run as; default 65534 (nobody). */
     sandbox_uid: number;
     sandbox_gid: number;

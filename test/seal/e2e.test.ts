@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { api, stepOf, type Started } from '../agents/execution-scenarios.ts';
 import { eventually } from '../support/node-process.ts';
-import { sandboxContainerId, startSealNode } from './node-stack.ts';
+import { sandboxContainerId, secretOnCmdline, startSealNode } from './node-stack.ts';
 import { startScriptedLlm, type ScriptedLlm } from '../support/scripted-llm.ts';
 import { attestHttp, buildEnvelope, generateKeyPair, invokeHttp, SealGrpcClient, type SealKeyPair } from '../../src/seal/client.ts';
 import type { JsonRpcResponse } from '../../src/seal/envelope.ts';
@@ -118,6 +118,10 @@ test.serial('attestation: the sandbox holds its proof; the ids alone, a wrong co
   // The secret is in no log line of the node.
   const secret = a.containerId.slice(`process-${a.executionId}:`.length);
   t.false(s.node.stderr().includes(secret), 'the attestation secret is never logged');
+  // Nor on any host process's command line (bwrap got it as `--setenv ORCH_SEAL_CONTAINER_ID …`: a host `ps` showed
+  // it to every local user, who could then attest as this execution's agent).
+  const onCmdline = await secretOnCmdline(secret);
+  t.deepEqual(onCmdline, [], `the attestation secret is on the command line of ${onCmdline.join('; ')}`);
 });
 
 withCatalog('fs tools and orch.tools.list over HTTP', async (t) => {

@@ -48,3 +48,14 @@ export async function sandboxContainerId(executionId: string): Promise<string> {
     return undefined;
   }, 60_000, `the sandbox of ${executionId} with ORCH_SEAL_CONTAINER_ID`);
 }
+
+/** Host processes whose command line (what `ps` shows every user) contains `secret`: pid and the line. */
+export async function secretOnCmdline(secret: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(secret)) found.push(`${pid}: ${cmdline.replaceAll('\0', ' ').slice(0, 120)}`);
+  }
+  return found;
+}

@@ -7,6 +7,8 @@
 //      System state `echo title={{input.data.title}}`: the title is echoed, FILE is created nowhere;
 //   d. a node whose bwrap binary is missing (runtime.bwrap_path): the state fails naming the sandbox, the command
 //      never runs on the host.
+//   e. a node with runtime.system_state_network: the state has network, but its own namespace: PostgreSQL, Redis and
+//      the node's own HTTP port on the host's 127.0.0.1 do not answer it (they did: it shared the host's namespace).
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -157,4 +159,22 @@ test.serial('d: with the bwrap binary missing the state fails naming the sandbox
   t.regex(out.stderr, /needs a sandbox and none could be made/);
   t.regex(out.stderr, new RegExp(`bubblewrap binary ${missing} does not exist`));
   t.false(existsSync(marker), 'the command ran on the host');
+});
+
+test.serial('e: System states with network (runtime.system_state_network) reach no host loopback service', async (t) => {
+  const n = await start(t, 'sbxnet', '{ default_isolation: process, system_state_network: true }');
+  const user = await n.identity.sign({ tenant: 'globex', role: 'user' });
+  const own = new URL(n.node.banner.http);
+  const targets = ['127.0.0.1:5432', '127.0.0.1:6379', `127.0.0.1:${own.port}`, '10.0.2.2:5432', `10.0.2.2:${own.port}`];
+  const probe = 'const net = require("net"); for (const x of process.argv.slice(1)) { const [h, p] = x.split(":"); ' +
+    'const s = net.connect({ host: h, port: Number(p), timeout: 3000 }); const done = (r) => { console.log(x + " " + r); s.destroy(); }; ' +
+    's.on("connect", () => done("connected")); s.on("timeout", () => done("timeout")); s.on("error", (e) => done(e.code)); }';
+  const run = await deployAndRun(n, user, 'netprobe', `node -e '${probe}' ${targets.join(' ')}; sed -n "3,\\$p" /proc/net/dev | cut -d: -f1 | tr -d " " | sort | tr "\\n" " "`);
+  const out = run.blackboard.run!.output;
+  t.is(run.blackboard.run!.status, 'success', JSON.stringify(out));
+  for (const x of targets) {
+    t.regex(out.stdout, new RegExp(`^${x.replaceAll('.', '\\.')} `, 'm'), `${x} was tried: ${out.stdout} ${out.stderr}`);
+    t.notRegex(out.stdout, new RegExp(`^${x.replaceAll('.', '\\.')} connected`, 'm'), `${x} answered a System state`);
+  }
+  t.regex(out.stdout, /lo tap0 $/, 'its own namespace, with the slirp4netns device');
 });

@@ -97,9 +97,10 @@ export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
         ORCH_EXECUTION_ID: o.executionId,
         ORCH_MODEL_ALIAS: m.spec.runtime.model,
         ORCH_ORCHESTRATOR_URL: `unix:${SANDBOX_RUN_DIR}/gateway.sock`,
-        ...(proof ? { [SEAL_CONTAINER_ID_ENV]: proof.containerId } : {}),
         HOME: WORKSPACE,
       },
+      // Not in env: process isolation would put it on bwrap's command line, which a host `ps` shows to every user.
+      ...(proof ? { secretEnv: { [SEAL_CONTAINER_ID_ENV]: proof.containerId } } : {}),
       mounts,
       workdir: WORKSPACE,
       network: m.spec.security.network.mode === 'allow',

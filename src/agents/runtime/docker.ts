@@ -156,7 +156,7 @@ export class DockerRuntime implements ContainerRuntime {
         Image: image,
         Cmd: spec.command,
         ...(spec.entrypoint ? { Entrypoint: spec.entrypoint } : {}),
-        Env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+        Env: Object.entries({ ...spec.env, ...spec.secretEnv }).map(([k, v]) => `${k}=${v}`),
         Labels: labels,
         WorkingDir: spec.workdir,
         ...(spec.user ? { User: `${spec.user.uid}:${spec.user.gid}` } : {}),

@@ -1,13 +1,15 @@
 // `process` isolation: the sandbox is a child process of the orchestrator, always inside bubblewrap (`bwrap`,
 // package bubblewrap; scripts/setup-podman.sh installs it).
 //
-// The child runs in fresh namespaces: `--unshare-all` (user, ipc, pid, net, uts, cgroup) with `--share-net` only when
-// spec.network, an empty root holding read-only binds of /usr (and /bin, /lib, /lib64, /sbin as binds or as the
+// The child runs in fresh namespaces: `--unshare-all` (user, ipc, pid, net, uts, cgroup), always its own network
+// namespace — with spec.network it gets user-mode networking from slirp4netns with the host's loopback cut off
+// (sandbox-net.ts), never the host's namespace —, an empty root holding read-only binds of /usr (and /bin, /lib, /lib64, /sbin as binds or as the
 // host's merged-usr symlinks), a few /etc files node and TLS need, a private /proc, /dev and /tmp, the spec's mounts
 // at their sandbox paths, `--chdir` to the workdir and `--clearenv` plus spec.env (+PATH). `--die-with-parent` kills
 // it when the orchestrator dies, and as pid 1 of its pid namespace its death takes every process inside with it.
 // bwrap itself is started with nothing but PATH in its environment, so the sandbox's parent (pid 1 inside, what
-// `/proc/$PPID/environ` shows) holds no secret of the orchestrator's.
+// `/proc/$PPID/environ` shows) holds no secret of the orchestrator's. spec.secretEnv (the attestation secret) goes
+// through bwrap's own environment, never its argv: a host `ps` shows every process's command line.
 //
 // spec.user (tenant commands: System states) makes the command run as that unprivileged HOST uid: a root
 // orchestrator starts bwrap in the host user namespace (so it can bind any host path) and the command through
@@ -33,6 +35,7 @@ import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../logging/logger.js';
+import { BWRAP_BLOCK_FD, BWRAP_INFO_FD, connectSandbox, type SandboxNet } from './sandbox-net.js';
 import { ExecOutput, StreamTail } from './exec-output.js';
 import {
   SANDBOX_GATEWAY_SOCKET,
@@ -58,6 +61,9 @@ export interface ProcessRuntimeOptions extends RuntimeOptions {
   sandbox?: 'bwrap' | 'none';
   /** Path of the bwrap binary (default: looked up on PATH). */
   bwrapPath?: string;
+  /** Path of the slirp4netns binary that gives sandboxes with spec.network their network (default: looked up on
+   * PATH). Missing: such sandboxes fail; they never get the host's network. */
+  slirp4netnsPath?: string;
   /** Bytes of stdout / stderr kept per sandbox for `output()` (default 64 KiB each). */
   outputTailBytes?: number;
 }
@@ -138,6 +144,17 @@ interface Launch {
   env: Record<string, string>;
   user?: SandboxUser;
   bwrap: boolean;
+  /** The slirp4netns binary to attach once bwrap made the network namespace (spec.network under bwrap). */
+  slirp?: string;
+  /** slirp4netns must join the sandbox's user namespace (an orchestrator that is not root). */
+  userns?: boolean;
+}
+
+/** A spawned sandbox process whose network (if any) is up and whose command was released. */
+interface Opened {
+  child: ChildProcess;
+  /** Resolves once the process has exited and its stdio closed. */
+  closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 export class ProcessRuntime implements ContainerRuntime {
@@ -193,7 +210,7 @@ export class ProcessRuntime implements ContainerRuntime {
     } else if (user && (!setpriv || !envBin)) {
       found = { reason: `setpriv (util-linux) and env (coreutils) are needed to drop to uid ${user.uid}, and ${setpriv ? 'env' : 'setpriv'} is not installed` };
     } else {
-      const args = this.bwrapArgs({ command: ['true'], workdir: '/', network: false }, [], {}, user && setpriv && envBin ? { user, setpriv, env: envBin } : undefined);
+      const args = this.bwrapArgs({ command: ['true'], workdir: '/', network: false }, [], {}, {}, user && setpriv && envBin ? { user, setpriv, env: envBin } : undefined);
       const probe = spawnSync(bin, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: DEFAULT_PATH }, timeout: 10_000 });
       found = probe.status === 0
         ? { bin, ...(setpriv && envBin ? { setpriv, env: envBin } : {}) }
@@ -222,13 +239,21 @@ export class ProcessRuntime implements ContainerRuntime {
     if (nodeDir !== '/' && !within(nodeDir, '/usr')) {
       args.push('--ro-bind', nodeDir, nodeDir);
     }
+    const dirs = new Set<string>();
+    const binds: string[] = [];
     for (const f of [
       '/etc/ld.so.cache', '/etc/ld.so.conf', '/etc/ld.so.conf.d', '/etc/alternatives', '/etc/ssl/certs', '/etc/ssl/openssl.cnf',
       '/etc/ca-certificates', '/etc/pki/tls/certs', '/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/passwd',
       '/etc/group', '/etc/localtime',
     ]) {
-      args.push('--ro-bind-try', f, f);
+      if (!existsSync(f)) continue;
+      // Their parents readable by everyone: bwrap makes missing parents 0700 when it runs as real root (a System
+      // state's unprivileged user could then read no /etc file: no TLS certificates, no resolver, no node).
+      for (let d = path.dirname(f); d !== '/' && !dirs.has(d); d = path.dirname(d)) dirs.add(d);
+      binds.push('--ro-bind-try', f, f);
     }
+    for (const d of [...dirs].sort((a, b) => a.length - b.length)) args.push('--perms', '0755', '--dir', d);
+    args.push(...binds);
     // The kernel's global knobs read-only (as Docker does): a process that is uid 0 on the host — an agent sandbox
     // of a root orchestrator is root mapped into a user namespace — passes the owner check of /proc/sys files
     // without any capability, and /proc/sys/kernel/core_pattern would run a program as host root.
@@ -248,24 +273,28 @@ export class ProcessRuntime implements ContainerRuntime {
     spec: Pick<SandboxSpec, 'command' | 'workdir' | 'network'>,
     mounts: SandboxMount[],
     env: Record<string, string>,
+    secretEnv: Record<string, string>,
     drop?: { user: SandboxUser; setpriv: string; env: string },
   ): string[] {
     const args = [...this.systemArgs()];
+    // Always a network namespace of its own: with spec.network, slirp4netns joins it (launch / open) while
+    // --block-fd holds the command; the host's namespace would expose its loopback services.
     if (drop) {
-      args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--new-session');
-      if (!spec.network) args.push('--unshare-net');
+      args.push('--unshare-ipc', '--unshare-pid', '--unshare-uts', '--unshare-cgroup-try', '--new-session', '--unshare-net');
     } else {
       // No capability even inside the user namespace: nothing may remount the read-only binds above.
       args.push('--unshare-all', '--cap-drop', 'ALL');
-      if (spec.network) args.push('--share-net');
     }
+    if (spec.network) args.push('--info-fd', String(BWRAP_INFO_FD), '--block-fd', String(BWRAP_BLOCK_FD));
     args.push('--die-with-parent');
     const sorted = [...mounts].sort((a, b) => a.sandboxPath.split('/').length - b.sandboxPath.split('/').length);
     for (const m of sorted) args.push(m.readOnly ? '--ro-bind' : '--bind', m.hostPath, m.sandboxPath);
     if (!mounts.some((m) => within(spec.workdir, m.sandboxPath))) args.push('--dir', spec.workdir);
-    args.push('--chdir', spec.workdir, '--clearenv');
+    args.push('--chdir', spec.workdir);
     if (!drop) {
-      for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v);
+      // No --clearenv: bwrap's own environment is exactly PATH plus secretEnv (spawnOpts), which the command keeps;
+      // the rest arrives by --setenv.
+      for (const [k, v] of Object.entries(env)) if (!(k in secretEnv)) args.push('--setenv', k, v);
       args.push('--', ...spec.command);
       return args;
     }
@@ -273,6 +302,8 @@ export class ProcessRuntime implements ContainerRuntime {
     // library the tenant wrote into /workspace would otherwise run as host root). The declared environment is set
     // by `env -i` after the drop, for the unprivileged command alone.
     const { uid, gid } = drop.user;
+    args.push('--clearenv');
+    if (Object.keys(secretEnv).length > 0) throw new Error('secretEnv cannot reach a command that drops to spec.user (it would be on its argv)');
     for (const k of Object.keys(env)) {
       if (!ENV_NAME.test(k)) throw new Error(`${JSON.stringify(k)} is not a valid environment variable name`);
     }
@@ -286,17 +317,32 @@ export class ProcessRuntime implements ContainerRuntime {
    * SandboxUnavailableError when bwrap cannot make the sandbox: never a plain process instead. */
   private launch(spec: SandboxSpec, mounts: SandboxMount[], env: Record<string, string>): Launch {
     const user = this.hostUser(spec.user);
+    const secretEnv = spec.secretEnv ?? {};
+    for (const k of Object.keys(secretEnv)) {
+      if (!ENV_NAME.test(k) || k.startsWith('LD_') || k === 'PATH') throw new Error(`${JSON.stringify(k)} cannot be a secretEnv name`);
+    }
     if (!this.unsandboxed) {
       const probe = this.probe(user);
       if ('reason' in probe) throw new SandboxUnavailableError(`no sandbox for ${spec.agentId}: ${probe.reason}; the command was not run (orch never runs it outside a sandbox)`);
+      let slirp: string | undefined;
+      if (spec.network) {
+        slirp = this.opts.slirp4netnsPath ?? which('slirp4netns');
+        if (!slirp || !existsSync(slirp)) {
+          throw new SandboxUnavailableError(`no sandbox with network for ${spec.agentId}: slirp4netns ${slirp ? `(${slirp}) does not exist` : 'is not installed'}, ` +
+            'and a sandbox never gets the host\'s network instead; the command was not run');
+        }
+      }
       const drop = user && probe.setpriv && probe.env ? { user, setpriv: probe.setpriv, env: probe.env } : undefined;
-      // bwrap itself needs nothing from the environment (and gets nothing of the spec's): the sandbox gets exactly
-      // `env`, through --setenv, or through `env -i` after the drop.
-      return { file: probe.bin, args: this.bwrapArgs(spec, mounts, env, drop), cwd: '/', env: { PATH: DEFAULT_PATH }, bwrap: true };
+      // bwrap itself needs nothing from the environment and gets nothing of the spec's but secretEnv (kept off every
+      // argv): the sandbox gets exactly `env` + secretEnv, through --setenv, or `env` through `env -i` after the drop.
+      return {
+        file: probe.bin, args: this.bwrapArgs(spec, mounts, env, secretEnv, drop), cwd: '/', env: { PATH: DEFAULT_PATH, ...secretEnv }, bwrap: true,
+        ...(slirp ? { slirp, userns: !drop && process.getuid?.() !== 0 } : {}),
+      };
     }
     const workdir = resolvePath(mounts, spec.workdir) ?? spec.workdir;
     if (!existsSync(workdir)) throw new Error(`workdir ${spec.workdir} (host ${workdir}) does not exist`);
-    const childEnv = Object.fromEntries(Object.entries(env).map(([k, v]) => [k, rewriteSandboxValue(mounts, v)]));
+    const childEnv = Object.fromEntries(Object.entries({ ...env, ...secretEnv }).map(([k, v]) => [k, rewriteSandboxValue(mounts, v)]));
     const argv = spec.command.map((a, i) => (i === 0 ? a : rewriteSandboxValue(mounts, a)));
     const setpriv = which('setpriv');
     const [file, args] = setpriv ? [setpriv, ['--pdeathsig', 'KILL', '--', ...argv]] : [argv[0]!, argv.slice(1)];
@@ -304,14 +350,40 @@ export class ProcessRuntime implements ContainerRuntime {
     return { file, args, cwd: workdir, env: childEnv, ...(user ? { user } : {}), bwrap: false };
   }
 
-  private spawnLaunch(l: Launch): ChildProcess {
-    return spawn(l.file, l.args, {
+  /**
+   * Spawns the launch and, for a sandbox with network, attaches slirp4netns to its namespace and then releases the
+   * command (bwrap --block-fd). Resolves once the command may run; rejects — the sandbox killed — when the process
+   * cannot start or its network cannot be made (SandboxUnavailableError).
+   */
+  private async open(l: Launch): Promise<Opened> {
+    const child = spawn(l.file, l.args, {
       cwd: l.cwd,
       env: l.env,
       detached: true, // own process group: stop() and timeouts kill the whole group
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: l.slirp ? ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe'],
       ...(l.user ? { uid: l.user.uid, gid: l.user.gid } : {}),
     });
+    let net: SandboxNet | undefined;
+    const closed = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once('close', (code, signal) => {
+        net?.stop();
+        resolve({ code, signal });
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', () => resolve());
+      child.once('error', (err) => reject(new Error(`starting ${l.file} failed: ${err.message}`)));
+    });
+    if (!l.slirp) return { child, closed };
+    try {
+      net = await connectSandbox(child, { bin: l.slirp, userns: l.userns === true });
+    } catch (err) {
+      killGroup(child);
+      await Promise.race([closed, new Promise((r) => setTimeout(r, 2000).unref())]);
+      throw new SandboxUnavailableError(`the sandbox's network could not be made: ${(err as Error).message}; the command was not run (a sandbox never gets the host's network)`);
+    }
+    if (child.exitCode !== null || child.signalCode !== null) net.stop();
+    return { child, closed };
   }
 
   private checkMounts(mounts: SandboxMount[]): void {
@@ -337,7 +409,9 @@ export class ProcessRuntime implements ContainerRuntime {
     const env = this.envOf(spec);
     const labels = sandboxLabels(spec, this.opts.nodeId);
     const l = this.launch(spec, mounts, env);
-    const child = this.spawnLaunch(l);
+    const { child, closed } = await this.open(l).catch((err: unknown) => {
+      throw err instanceof SandboxUnavailableError ? err : new Error(`starting ${id}: ${(err as Error).message}`);
+    });
     const tailBytes = this.opts.outputTailBytes ?? 64 * 1024;
     const entry: Tracked = { id, child, labels, done: false, stdout: [], stderr: [], exited: undefined as never, spec, mounts, env };
     const keep = (buf: Buffer[], chunk: Buffer) => {
@@ -348,17 +422,11 @@ export class ProcessRuntime implements ContainerRuntime {
     child.stdout?.on('data', (c: Buffer) => keep(entry.stdout, c));
     child.stderr?.on('data', (c: Buffer) => keep(entry.stderr, c));
 
-    entry.exited = new Promise<number>((resolve) => {
-      child.once('close', (code, signal) => {
-        entry.done = true;
-        const exitCode = exitCodeOf(code, signal);
-        this.log.debug({ sandbox_id: id, exit_code: exitCode }, 'sandbox process exited');
-        resolve(exitCode);
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', () => resolve());
-      child.once('error', (err) => reject(new Error(`starting ${id} (${l.file}) failed: ${err.message}`)));
+    entry.exited = closed.then(({ code, signal }) => {
+      entry.done = true;
+      const exitCode = exitCodeOf(code, signal);
+      this.log.debug({ sandbox_id: id, exit_code: exitCode }, 'sandbox process exited');
+      return exitCode;
     });
     this.tracked.set(id, entry);
     this.log.info({ execution_id: spec.executionId, sandbox_id: id, pid: child.pid, bwrap: l.bwrap, network: spec.network },
@@ -377,15 +445,16 @@ export class ProcessRuntime implements ContainerRuntime {
     const { mounts, env } = entry;
     const l = this.launch({ ...entry.spec, workdir: req.cwd, command: [req.command, ...req.args] }, mounts, env);
     const output = new ExecOutput(req.max_output_bytes);
+    let opened: Opened;
+    try {
+      opened = await this.open(l);
+    } catch (err) {
+      if (err instanceof SandboxUnavailableError) throw err;
+      output.stderr(Buffer.from(String((err as Error).message)));
+      return output.result(-1, false, req.timeout_secs);
+    }
+    const { child, closed } = opened;
     return new Promise<SandboxExecResult>((resolve) => {
-      let child: ChildProcess;
-      try {
-        child = this.spawnLaunch(l);
-      } catch (err) {
-        output.stderr(Buffer.from(String((err as Error).message)));
-        resolve(output.result(-1, false, req.timeout_secs));
-        return;
-      }
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -394,12 +463,7 @@ export class ProcessRuntime implements ContainerRuntime {
       timer.unref();
       child.stdout?.on('data', output.stdout);
       child.stderr?.on('data', output.stderr);
-      child.once('error', (err) => {
-        clearTimeout(timer);
-        output.stderr(Buffer.from(err.message));
-        resolve(output.result(-1, false, req.timeout_secs));
-      });
-      child.once('close', (code, signal) => {
+      void closed.then(({ code, signal }) => {
         clearTimeout(timer);
         resolve(output.result(exitCodeOf(code, signal), timedOut, req.timeout_secs));
       });
@@ -416,8 +480,10 @@ export class ProcessRuntime implements ContainerRuntime {
     const started = Date.now();
     const out = new StreamTail(opts.maxOutputBytes);
     const err = new StreamTail(opts.maxOutputBytes);
-    return new Promise<SandboxRunResult>((resolve, reject) => {
-      const child = this.spawnLaunch(l);
+    const { child, closed } = await this.open(l).catch((e: unknown) => {
+      throw e instanceof SandboxUnavailableError ? e : new Error(`starting the sandbox for ${spec.agentId}: ${(e as Error).message}`);
+    });
+    return new Promise<SandboxRunResult>((resolve) => {
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -432,11 +498,7 @@ export class ProcessRuntime implements ContainerRuntime {
       };
       child.stdout?.on('data', out.push);
       child.stderr?.on('data', err.push);
-      child.once('error', (e) => {
-        done();
-        reject(new Error(`starting the sandbox for ${spec.agentId} (${l.file}) failed: ${e.message}`));
-      });
-      child.once('close', (code, signal) => {
+      void closed.then(({ code, signal }) => {
         done();
         resolve({
           exit_code: timedOut ? 124 : exitCodeOf(code, signal),

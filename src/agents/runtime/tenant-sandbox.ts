@@ -15,6 +15,7 @@ export function processRuntimeOptions(config: NodeConfig): Partial<Omit<ProcessR
   return {
     sandbox: config.runtime.unsandboxed_process ? 'none' : 'bwrap',
     ...(config.runtime.bwrap_path ? { bwrapPath: config.runtime.bwrap_path } : {}),
+    ...(config.runtime.slirp4netns_path ? { slirp4netnsPath: config.runtime.slirp4netns_path } : {}),
   };
 }
 

@@ -31,6 +31,10 @@ export interface SandboxSpec {
   entrypoint?: string[];
   /** The ORCH_* variables and the manifest's env; never secrets. */
   env: Record<string, string>;
+  /** Environment values that must appear on no host command line (the attestation secret of process isolation,
+   * which a host `ps` would otherwise show to every local user): process isolation hands them to bwrap through its
+   * own environment, docker through the container's Env. Names the runtime sets, never LD_* or PATH. */
+  secretEnv?: Record<string, string>;
   mounts: SandboxMount[];
   /** Host directory of this execution's run dir (e.g. `/tmp/orch-run-<id>/<execution_id>/`), in which the gateway
    * listens on `gateway.sock`; the runtime mounts it read-write at SANDBOX_RUN_DIR. Optional: a caller may put it
