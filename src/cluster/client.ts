@@ -11,6 +11,7 @@ import {
   PushConfigRequest,
   RegisterNodeRequest,
   SyncConfigRequest,
+  TellActorRequest,
   type AttestNodeRequest,
   type AttestNodeResponse,
   type ChallengeNodeRequest,
@@ -22,6 +23,7 @@ import {
   type RegisterNodeResponse,
   type SealNodeEnvelope,
   type SyncConfigResponse,
+  type TellActorResponse,
 } from '../gen/orch/cluster/v1/cluster.js';
 import { authMetadata, joinMetadata, sealPayload } from './envelope.ts';
 import type { NodeKey } from './node-key.ts';
@@ -62,7 +64,7 @@ export class NodeClusterClient {
   }
 
   /** Sends a prepared envelope to a token-protected unary RPC. */
-  send<Res>(method: 'registerNode' | 'heartbeat' | 'deregisterNode' | 'syncConfig' | 'pushConfig' | 'listPeers' | 'routeExecution', envelope: SealNodeEnvelope, metadata: Metadata): Promise<Res> {
+  send<Res>(method: 'registerNode' | 'heartbeat' | 'deregisterNode' | 'syncConfig' | 'pushConfig' | 'listPeers' | 'routeExecution' | 'tellActor', envelope: SealNodeEnvelope, metadata: Metadata): Promise<Res> {
     return this.call(this.raw[method] as unknown as Unary<SealNodeEnvelope, Res>, envelope, metadata);
   }
 
@@ -102,6 +104,11 @@ export class NodeClusterClient {
 
   pushConfig(req: PushConfigRequest, creds: CallCredentials): Promise<PushConfigResponse> {
     return this.sealed('pushConfig', PushConfigRequest.encode(req).finish(), creds);
+  }
+
+  /** TellActor: wakes an actor this node holds (docs/CLUSTER.md "Messages to actors"). */
+  tellActor(req: TellActorRequest, creds: CallCredentials): Promise<TellActorResponse> {
+    return this.sealed('tellActor', TellActorRequest.encode(req).finish(), creds);
   }
 
   /** A server-streaming sealed call (ForwardExecution): the stream of the generated client. */

@@ -64,6 +64,10 @@ const spec = obj({
     execution_lease_seconds: { type: 'number', minimum: 1, maximum: 3600 },
     worker_wait_seconds: { type: 'number', minimum: 0, maximum: 86400 },
   }),
+  // docs/CONFIG.md "spec.workflow": the safety-net poll of waiting runs (wake-ups come by message, TellActor).
+  workflow: obj({
+    poll_seconds: { type: 'number', minimum: 0.05, maximum: 86400 },
+  }),
   database: obj({
     url: { type: 'string', pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' },
     startup_wait_seconds: { type: 'number', minimum: 0, maximum: 86400 },
@@ -187,6 +191,7 @@ export interface NodeConfigFileSpec {
   grpc?: { port?: number };
   grpc_auth?: { enabled?: boolean; exempt_methods?: string[] };
   cluster?: { cluster_grpc_port?: number; controller?: string | string[]; advertise_address?: string; heartbeat_interval_seconds?: number; missed_heartbeats?: number; workflow_lease_seconds?: number; join_token?: string; allowed_node_keys?: string[]; execution_lease_seconds?: number; worker_wait_seconds?: number };
+  workflow?: { poll_seconds?: number };
   database?: { url?: string; startup_wait_seconds?: number };
   redis?: { url?: string; startup_wait_seconds?: number };
   auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };

@@ -83,6 +83,12 @@ export interface NodeConfig {
     worker_wait_seconds?: number;
   };
   /**
+   * Workflow runs: `poll_seconds` is how often a waiting run (a Human state, a child run) re-reads its row as a
+   * safety net; an answer given on any node wakes it at once by message (docs/CLUSTER.md "Messages to actors").
+   * Default 30.
+   */
+  workflow?: { poll_seconds?: number };
+  /**
    * Absent url: embedded PGlite under dataDir. startup_wait_seconds: how long a starting node waits for a server
    * that is down (an outage, not a refusal such as bad credentials) before it gives up (default 60; 0: at once).
    */

@@ -20,6 +20,9 @@ import { nodePeerKind, type NodePeerMessage } from '../actors/node-peer/actor.ts
 import { upsertSelf } from '../actors/node-peer/repo.ts';
 import type { ActorKind, ActorMessage } from '../actors/kind.ts';
 import { advertisedAddress } from '../cluster/advertise.ts';
+import { ActorPost } from '../cluster/tell/post.ts';
+import { tellActorHandler } from '../cluster/tell/handler.ts';
+import { EXECUTION_KIND } from '../agents/execution/actor.ts';
 import { ClusterService } from '../cluster/service.ts';
 import { startControllerCluster, startWorkerCluster, type ControllerCluster, type WorkerCluster } from '../cluster/capability.ts';
 import { SwappableLlmRegistry } from '../cluster/managed-config.ts';
@@ -130,6 +133,18 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     cleanups.push(() => removeNodeRunRoot(config.dataDir));
     const actors = new ActorRuntime(log, `orch-${config.node.id}`);
     cleanups.push(() => actors.shutdown());
+    // Messages to actors wherever their lease is held (docs/CLUSTER.md "Messages to actors"): in-process when this
+    // node holds the row, TellActor to the holder otherwise (with this node's own token, once it has one).
+    const post = new ActorPost({ db, nodeId: config.node.id, logger: log });
+    cleanups.push(async () => post.close());
+    post.register('execution', async (key, msg) => {
+      if (!actors.isLive(EXECUTION_KIND, key)) return false;
+      if (msg.type !== 'cancel') return true;
+      // Obeyed only when the row asks for it: the message carries no fact.
+      const res = await db.query<{ cancel_requested: boolean }>('SELECT cancel_requested FROM executions WHERE id = $1', [key]);
+      if (res.rows[0]?.cancel_requested === true) actors.tell(EXECUTION_KIND, key, { type: 'cancel' });
+      return true;
+    });
     const kinds: ActorKind<ActorMessage>[] = [];
     const heartbeatMs = Math.round(config.cluster.heartbeat_interval_seconds * 1000);
     const executionLeaseMs = config.cluster.execution_lease_seconds ? Math.round(config.cluster.execution_lease_seconds * 1000) : EXECUTION_LEASE_MS;
@@ -148,6 +163,22 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     }
     const controllerCluster = config.node.role !== 'worker' ? await startControllerCluster({ config, db, bus, actors, logger: log }) : undefined;
     if (controllerCluster) cleanups.push(() => controllerCluster.close());
+    // This controller's (or hybrid's) own node token and key, for its calls to other nodes (ForwardExecution,
+    // TellActor); renewed five minutes before it expires. A worker tells no other node: its poll is the net.
+    let selfCreds: (NodeCredentials & { expiresAtMs: number }) | undefined;
+    const selfCredentials = controllerCluster
+      ? async (): Promise<NodeCredentials> => {
+          if (!selfCreds || selfCreds.expiresAtMs - Date.now() < 300_000) {
+            selfCreds = await controllerCluster.authority.selfCredentials(config.node.id, config.node.role === 'hybrid' ? 'hybrid' : 'controller', controllerCluster.key);
+          }
+          return selfCreds;
+        }
+      : undefined;
+    if (selfCredentials) {
+      post.setCredentials(selfCredentials);
+      // Made now rather than at the first message: the first token may have to create the cluster signing key.
+      selfCredentials().catch((err: unknown) => log.warn({ err }, 'node token for calls to other nodes not made yet; made at the first call'));
+    }
 
     // Agents: the registry, model providers, and (on nodes that run work) the ExecutionActor kind.
     const agentService = new AgentService(db, log);
@@ -208,21 +239,18 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     let forwarding: ForwardingCapability | undefined;
     let routedExecutions: ExecutionService | undefined;
     if (config.node.role === 'controller' && controllerCluster) {
-      const cc = controllerCluster;
-      let creds: (NodeCredentials & { expiresAtMs: number }) | undefined;
+      const creds = selfCredentials!;
       forwarding = startForwarding({
         db, bus, actors, nodeId: config.node.id, router, leaseMs: executionLeaseMs, logger: log,
         ...(config.cluster.worker_wait_seconds !== undefined ? { workerWaitMs: Math.round(config.cluster.worker_wait_seconds * 1000) } : {}),
-        credentials: async () => {
-          if (!creds || creds.expiresAtMs - Date.now() < 300_000) creds = await cc.authority.selfCredentials(config.node.id, 'controller', cc.key);
-          return creds;
-        },
+        credentials: creds,
       });
       const fw = forwarding;
       cleanups.push(async () => fw.close());
       kinds.push(fw.kind);
-      routedExecutions = new ExecutionService(db, bus, actors, agentService, config.node.id, executionLeaseMs, log);
+      routedExecutions = new ExecutionService(db, bus, actors, agentService, config.node.id, executionLeaseMs, log, post);
     }
+    agentsCap?.executions.setTeller(post);
     // Workflow runs and approvals (controller and hybrid): WorkflowActor and ApprovalActor kinds, recovered below.
     if (config.node.role !== 'worker') {
       const caps = agentsCap;
@@ -249,6 +277,8 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
           settleVolume: (ref) => workflowStorage.release(ref),
         },
         ...(config.cluster.workflow_lease_seconds ? { leaseMs: Math.round(config.cluster.workflow_lease_seconds * 1000) } : {}),
+        ...(config.workflow?.poll_seconds !== undefined ? { pollMs: Math.round(config.workflow.poll_seconds * 1000) } : {}),
+        post,
       });
       kinds.push(...workflowCap.kinds);
       const stopSweeper = workflowCap.startSweeper();
@@ -335,6 +365,8 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         ...(controllerCluster?.handlers ?? workerCluster?.handlers ?? {}),
         // RouteExecution on a controller, ForwardExecution on a worker (docs/ROUTING.md).
         ...(controllerCluster ? routeExecutionHandler({ authority: controllerCluster.authority, router, logger: log }) : {}),
+        // TellActor on every node: wakes the workflow runs or executions it holds.
+        ...tellActorHandler({ authority: (controllerCluster?.authority ?? wc?.authority)!, post, db, logger: log }),
         ...(wc ? forwardExecutionHandler({ authority: wc.authority, db, bus, actors, nodeId: config.node.id, isDraining: () => wc.membership?.isDraining() ?? false, logger: log }) : {}),
       };
       const clusterSrv = await startGrpcServer(createClusterServer({ logger: log, handlers }), config.http.bind, config.cluster.cluster_grpc_port);
@@ -349,7 +381,10 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     const grpcAddress = config.node.grpc_address ?? `${config.http.bind}:${runtime.port}`;
 
     // Our own membership row first, then every non-terminal row this node owns gets its actor back.
-    if (config.node.role !== 'worker') await upsertSelf(db, { nodeId: config.node.id, role: config.node.role, grpcAddress, tags: config.node.tags });
+    // Its cluster address too, where other nodes send TellActor for the runs it holds.
+    const clusterPort = Number(clusterAddress.slice(clusterAddress.lastIndexOf(':') + 1));
+    const advertisedCluster = advertisedAddress({ bind: config.http.bind, boundPort: clusterPort, advertise: config.cluster.advertise_address });
+    if (config.node.role !== 'worker') await upsertSelf(db, { nodeId: config.node.id, role: config.node.role, grpcAddress, tags: config.node.tags, clusterAddress: advertisedCluster });
     const recovered = await recoverAll(actors, kinds, log);
     controllerCluster?.startWatch();
     // Executions held by workers whose heartbeats stopped: failed (worker_lost) or routed again.

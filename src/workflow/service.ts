@@ -7,13 +7,14 @@ import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import { randomUUID } from 'node:crypto';
-import { WORKFLOW_KIND, type WorkflowMessage } from './engine/actor.ts';
+import { WORKFLOW_KIND } from './engine/actor.ts';
 import type { ChildStartRequest, ChildTerminal, ChildWorkflows } from './engine/child-types.ts';
 import { readWorkflowEvents, TERMINAL_WORKFLOW_EVENTS, WorkflowHistory, workflowStream, type NewWorkflowEvent } from './engine/events.ts';
 import { isUuid } from './engine/ids.ts';
 import * as repo from './engine/repo.ts';
 import { StartWriter, type StartOutcome, type StartStimulus, type StartWrite } from './engine/starts.ts';
 import type { TerminalCache, Wakers } from './engine/wakers.ts';
+import type { Teller } from '../actors/tell.ts';
 import { pendingApprovalOf, resolveApproval } from './approvals/repo.ts';
 import type { WorkflowDefinition } from './registry/types.ts';
 import { validateWorkflowInput } from './input.ts';
@@ -118,12 +119,19 @@ export interface WorkflowLogEntry {
   recorded_at: string;
 }
 
+/** The default safety-net poll of waiting runs (spec.workflow.poll_seconds). */
+export const DEFAULT_POLL_MS = 30_000;
+
 export interface WorkflowServiceDeps {
   db: Db;
   bus: EventBus;
   actors: ActorRuntime;
   workflows: WorkflowSource;
   wakers: Wakers;
+  /** Wakes a run wherever its lease is held (ActorPost), after the fact it waits for was committed. */
+  teller: Teller;
+  /** The safety-net poll of a waiting child (spec.workflow.poll_seconds); default 30 s. */
+  pollMs?: number;
   nodeId: string;
   leaseMs: number;
   logger: Logger;
@@ -293,7 +301,8 @@ export class WorkflowExecutionService {
     if (!pending) return { signalled: false, error: 'execution has no pending human input request' };
     const done = await resolveApproval(this.d.db, pending.id, { status: 'responded', response, feedback: response, resolvedBy: by });
     if (!done) return { signalled: false, error: 'the human input request was already answered' };
-    this.d.wakers.wake(id);
+    // never-rejects: Teller.tell answers an outcome; the committed answer is read by the run however it is woken.
+    void this.d.teller.tell('workflow', id, { type: 'wake' });
     return { signalled: true };
   }
 
@@ -306,9 +315,15 @@ export class WorkflowExecutionService {
 
   private async cancelRow(id: string): Promise<void> {
     await this.d.db.query('UPDATE workflow_executions SET cancel_requested = true, updated_at = now() WHERE id = $1', [id]);
-    if (this.d.actors.tell(WORKFLOW_KIND, id, { type: 'cancel' } satisfies WorkflowMessage)) return;
-    // No live actor here: claim the row like recovery would (if its claim expired or it is ours) so it records the cancel.
-    this.d.actors.spawn(WORKFLOW_KIND, id);
+    // The holder (this node or another) stops the run at once; the renewal of its claim would see the request too.
+    // In the background: a holder being waited out must not hold the caller's answer up.
+    this.d.teller
+      .tell('workflow', id, { type: 'cancel' })
+      .then((outcome) => {
+        // Nobody holds the row: claim it like recovery would (if its claim expired or it is ours) so it records the cancel.
+        if (outcome === 'unheld' || outcome === 'undelivered') this.d.actors.spawn(WORKFLOW_KIND, id);
+      })
+      .catch((err: unknown) => this.d.logger.warn({ err, workflow_execution: id }, 'cancel not delivered; the run sees it at its next renewal'));
   }
 
   async remove(tenant: string, id: string): Promise<void> {
@@ -384,7 +399,9 @@ export class WorkflowExecutionService {
     for (;;) {
       const cached = this.d.terminals?.take(childExecutionId);
       if (cached) return cached;
-      const woken = this.d.wakers.wait(`terminal:${childExecutionId}`, 500, signal);
+      // Woken by the child's end (TellActor from the node that ran it, or this node's terminal cache); the read after
+      // the poll period is the safety net for a wake-up that never came.
+      const woken = this.d.wakers.wait(`terminal:${childExecutionId}`, this.d.pollMs ?? DEFAULT_POLL_MS, signal);
       if (readRow) {
         const row = await repo.getRunEnd(this.d.db, childExecutionId);
         if (!row) throw new Error(`child workflow run ${childExecutionId} does not exist`);

@@ -33,19 +33,19 @@ const COLUMNS = `node_id, role, status, grpc_address, tags, capabilities, regist
 /** Writes this node's own row: new, or back from DEREGISTERED; an existing live row keeps its status. */
 export async function upsertSelf(
   db: Queryable,
-  self: { nodeId: string; role: string; grpcAddress: string | null; tags: string[] },
+  self: { nodeId: string; role: string; grpcAddress: string | null; tags: string[]; clusterAddress?: string | null },
 ): Promise<{ created: boolean }> {
   const res = await db.query<{ created: boolean }>(
     `INSERT INTO cluster_nodes (node_id, role, status, grpc_address, tags, registered_at, last_heartbeat_at,
-       heartbeat_count, epoch, updated_at)
-     VALUES ($1, $2, 'ACTIVE', $3, $4, now(), now(), 0, 0, now())
+       heartbeat_count, epoch, updated_at, cluster_address)
+     VALUES ($1, $2, 'ACTIVE', $3, $4, now(), now(), 0, 0, now(), $5)
      ON CONFLICT (node_id) DO UPDATE SET
-       role = excluded.role, grpc_address = excluded.grpc_address, tags = excluded.tags,
+       role = excluded.role, grpc_address = excluded.grpc_address, tags = excluded.tags, cluster_address = excluded.cluster_address,
        status = CASE WHEN cluster_nodes.status IN ('DEREGISTERED', 'UNHEALTHY') THEN 'ACTIVE' ELSE cluster_nodes.status END,
        registered_at = CASE WHEN cluster_nodes.status = 'DEREGISTERED' THEN now() ELSE cluster_nodes.registered_at END,
        updated_at = now()
      RETURNING (heartbeat_count = 0 AND epoch = 0) AS created`,
-    [self.nodeId, self.role, self.grpcAddress, JSON.stringify(self.tags)],
+    [self.nodeId, self.role, self.grpcAddress, JSON.stringify(self.tags), self.clusterAddress ?? null],
   );
   return { created: res.rows[0]?.created === true };
 }

@@ -11,6 +11,7 @@ import type { AgentManifest } from '../manifest/types.ts';
 import { EXECUTION_KIND, type ExecutionMessage } from './actor.ts';
 import { appendExecutionEvent, ExecutionHistory, executionStream, readExecutionEvents, TERMINAL_EVENTS } from './events.ts';
 import * as repo from './repo.ts';
+import type { Teller } from '../../actors/tell.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -125,8 +126,15 @@ export class ExecutionService {
     private readonly nodeId: string,
     private readonly leaseMs: number,
     private readonly logger: Logger,
+    /** Reaches the node that runs an execution (a worker) with its cancel; absent: this node's actor only. */
+    private teller?: Teller,
   ) {
     this.history = new ExecutionHistory(db);
+  }
+
+  /** Set by the node once its post exists (the post is wired after the capabilities). */
+  setTeller(teller: Teller): void {
+    this.teller = teller;
   }
 
   async start(req: StartRequest): Promise<{ execution_id: string }> {
@@ -201,6 +209,13 @@ export class ExecutionService {
     const row = await this.row(tenant, id);
     if (repo.isTerminal(row.status)) return { cancelled: false, status: row.status, error: `execution is already ${row.status}` };
     await this.db.query('UPDATE executions SET cancel_requested = true, updated_at = now() WHERE id = $1', [id]);
+    // The node that holds the execution (a worker, when a controller forwarded it there) kills its sandbox at once,
+    // instead of at its next lease renewal. In the background: an unreachable holder must not hold the answer up.
+    if (this.teller) {
+      this.teller
+        .tell('execution', id, { type: 'cancel' })
+        .catch((err: unknown) => this.logger.warn({ err, execution: id }, 'cancel not delivered; the execution sees it at its next renewal'));
+    }
     if (this.actors.tell(EXECUTION_KIND, id, { type: 'cancel' } satisfies ExecutionMessage)) return { cancelled: true, status: 'cancelling' };
     // No live actor here: a pending row nobody runs is cancelled directly (guarded by its status).
     const event = await this.db.tx(async (tx) => {

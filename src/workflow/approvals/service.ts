@@ -1,10 +1,10 @@
 // ApprovalService: human approval requests (seed 000 "Human approvals") over the approvals rows that Human states
 // write. approve/reject resolve a pending request with a guarded UPDATE (so a timeout or a second answer cannot
-// resolve it twice) and wake the waiting run, which follows input_equals_yes (approve) or input_equals_no (reject).
+// resolve it twice) and wake the waiting run (on whichever node holds it: docs/CLUSTER.md "Messages to actors"), which follows input_equals_yes (approve) or input_equals_no (reject).
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import type { Db } from '../../storage/db.ts';
 import { isUuid } from '../engine/ids.ts';
-import type { Wakers } from '../engine/wakers.ts';
+import type { Teller } from '../../actors/tell.ts';
 import { getTenantApproval, listPendingApprovals, resolveApproval, type ApprovalRow } from './repo.ts';
 
 export const NOT_FOUND_OR_COMPLETED = 'Request not found or already completed';
@@ -40,7 +40,8 @@ function checkId(id: string): void {
 export class ApprovalService {
   constructor(
     private readonly db: Db,
-    private readonly wakers: Wakers,
+    /** Wakes the waiting run wherever its lease is held (ActorPost), once the answer is committed. */
+    private readonly teller: Teller,
   ) {}
 
   async list(tenant: string): Promise<{ pending_requests: ApprovalRequestView[] }> {
@@ -82,7 +83,8 @@ export class ApprovalService {
   private async resolve(tenant: string, id: string, r: Parameters<typeof resolveApproval>[2]): Promise<ApprovalRow> {
     const row = await resolveApproval(this.db, id, r, { tenantId: tenant });
     if (!row) throw new OrchError(Errors.NOT_FOUND, NOT_FOUND_OR_COMPLETED);
-    this.wakers.wake(row.workflow_execution_id);
+    // never-rejects: Teller.tell answers an outcome; the committed answer is read by the run however it is woken.
+    void this.teller.tell('workflow', row.workflow_execution_id, { type: 'wake' });
     return row;
   }
 }

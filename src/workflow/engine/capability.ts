@@ -16,7 +16,7 @@ import path from 'node:path';
 import { ProcessRuntime } from '../../agents/runtime/process.ts';
 import { systemRunner, type SystemSandbox } from '../states/system.ts';
 import { subworkflowRunner } from '../states/subworkflow.ts';
-import { workflowKind, type WorkflowMessage } from './actor.ts';
+import { WORKFLOW_KIND, workflowKind, type WorkflowMessage } from './actor.ts';
 import type { StateRunner } from './runner-types.ts';
 import type { EngineDeps } from './run.ts';
 import { TerminalCache, Wakers } from './wakers.ts';
@@ -25,6 +25,7 @@ import { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import { sweepIntervalFor } from '../../actors/leased-row/sweeper.ts';
 import { recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
 import { recoverableApprovalIds } from '../approvals/repo.ts';
+import { LocalPost, type Post } from '../../actors/tell.ts';
 
 /**
  * How long a workflow row's claim lasts without renewal (renewed every quarter of it, all of a node's rows in one
@@ -66,7 +67,10 @@ export function startWorkflowCapability(o: {
   /** Runners for Agent, ParallelAgents, ContainerRun, ParallelContainerRun (System and Subworkflow are added here). */
   runners?: Partial<Record<StateKind, StateRunner<never>>>;
   leaseMs?: number;
+  /** The safety-net poll of waiting runs (spec.workflow.poll_seconds); wake-ups come by message (post). */
   pollMs?: number;
+  /** Messages to actors on any node (src/cluster/tell/post.ts); absent: in-process only (LocalPost). */
+  post?: Post;
   writer?: WriterOptions;
   /** spec.storage volumes (storage.ts WorkflowStorage over the node's VolumeService); absent: none are made. */
   storage?: EngineDeps['storage'];
@@ -90,7 +94,23 @@ export function startWorkflowCapability(o: {
     columns: ['cancel_requested'],
     logger: log,
   }).start();
-  const runs = new WorkflowExecutionService({ db: o.db, bus: o.bus, actors: o.actors, workflows: o.workflows, wakers, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals });
+  const post = o.post ?? new LocalPost();
+  // What a message to a run held here does: wake what it waits for (it re-reads the row), or stop it when the row
+  // asks for a cancel. False: no live run here (the sender re-reads the lease and follows it).
+  post.register('workflow', async (key, msg) => {
+    if (!o.actors.isLive(WORKFLOW_KIND, key)) return false;
+    if (msg.type === 'wake') {
+      wakers.wake(msg.topic ?? key);
+      return true;
+    }
+    const res = await o.db.query<{ cancel_requested: boolean }>('SELECT cancel_requested FROM workflow_executions WHERE id = $1', [key]);
+    if (res.rows[0]?.cancel_requested === true) o.actors.tell(WORKFLOW_KIND, key, { type: 'cancel' } satisfies WorkflowMessage);
+    return true;
+  });
+  const runs = new WorkflowExecutionService({
+    db: o.db, bus: o.bus, actors: o.actors, workflows: o.workflows, wakers, teller: post, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals,
+    ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
+  });
   const runners: Partial<Record<StateKind, StateRunner<never>>> = {
     ...(o.runners ?? {}),
     System: systemRunner(o.system ?? defaultSystemSandbox(log)) as StateRunner<never>,
@@ -108,11 +128,18 @@ export function startWorkflowCapability(o: {
     fresh,
     terminals,
     renewer,
+    teller: post,
     ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
     ...(o.storage ? { storage: o.storage } : {}),
     onApprovalCreated: (id) => o.actors.spawn(APPROVAL_KIND, id),
   });
-  const ak = approvalKind({ db: o.db, nodeId: o.nodeId, logger: log, onResolved: (wf) => wakers.wake(wf) });
+  const ak = approvalKind({
+    db: o.db,
+    nodeId: o.nodeId,
+    logger: log,
+    // never-rejects: Teller.tell answers an outcome; the run reads the expired approval however it is woken.
+    onResolved: (wf) => void post.tell('workflow', wf, { type: 'wake' }),
+  });
   o.actors.register<WorkflowMessage>(wk);
   o.actors.register<ApprovalMessage>(ak);
   const sweep = async (): Promise<void> => {
@@ -134,7 +161,7 @@ export function startWorkflowCapability(o: {
       return () => clearInterval(timer);
     },
     runs,
-    approvals: new ApprovalService(o.db, wakers),
+    approvals: new ApprovalService(o.db, post),
     kinds: [wk as unknown as ActorKind<ActorMessage>, ak as unknown as ActorKind<ActorMessage>],
     writer,
     wakers,

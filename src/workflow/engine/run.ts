@@ -17,11 +17,14 @@ import { idFromVisit, visitKeyOf } from './ids.ts';
 import type { WorkflowExecutionRow } from './repo.ts';
 import type { StateResult, StateRunContext, StateRunner } from './runner-types.ts';
 import type { TerminalCache, Wakers } from './wakers.ts';
+import type { Teller } from '../../actors/tell.ts';
 import type { RunSnapshot, StepWriter } from './writer.ts';
 import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
 
 const DEFAULT_STATE_TIMEOUT_S = 300;
+/** The safety-net poll of a waiting run (spec.workflow.poll_seconds). */
+const DEFAULT_POLL_MS = 30_000;
 
 export interface EngineDeps {
   db: Db;
@@ -32,9 +35,11 @@ export interface EngineDeps {
   runners: Partial<Record<StateKind, StateRunner<never>>>;
   /** A Human state with a timeout wrote its approval: start its ApprovalActor (idempotent). */
   onApprovalCreated: (approvalId: string) => void;
-  /** How often a waiting run re-reads its approval, for resolutions made on other nodes (the same node wakes it at
-   * once). Default 5000 ms. */
+  /** How often a waiting run re-reads its approval: only a safety net, since an answer given on any node wakes it at
+   * once (a TellActor to this node when given elsewhere). spec.workflow.poll_seconds; default 30 s. */
   pollMs?: number;
+  /** Tells a parent run (wherever it is held) that this child ended; absent: only this node's waiters are woken. */
+  teller?: Teller;
   /** Where finished runs leave their terminal snapshot for in-process waiters (wakes `terminal:<id>`). */
   terminals?: TerminalCache;
   /** Volume ids of spec.storage, when the storage capability resolved them. */
@@ -261,10 +266,20 @@ export class WorkflowRun {
     if (state.timeout_seconds !== undefined) this.deps.onApprovalCreated(approvalId);
     for (;;) {
       if (this.signal.aborted) throw this.signal.reason;
-      const a = await getApproval(this.deps.db, approvalId);
-      if (!a) throw new Error(`approval ${approvalId} of state "${name}" is missing`);
-      if (a.status !== 'pending') return this.humanResult(state, name, a);
-      await this.deps.wakers.wait(this.row.id, this.deps.pollMs ?? 5000, this.signal);
+      // Armed before the read: a wake-up that arrives while the row is being read is not lost.
+      const stop = new AbortController();
+      const onAbort = (): void => stop.abort();
+      this.signal.addEventListener('abort', onAbort, { once: true });
+      const woken = this.deps.wakers.wait(this.row.id, this.deps.pollMs ?? DEFAULT_POLL_MS, stop.signal);
+      try {
+        const a = await getApproval(this.deps.db, approvalId);
+        if (!a) throw new Error(`approval ${approvalId} of state "${name}" is missing`);
+        if (a.status !== 'pending') return this.humanResult(state, name, a);
+        await woken;
+      } finally {
+        stop.abort();
+        this.signal.removeEventListener('abort', onAbort);
+      }
     }
   }
 
@@ -421,6 +436,10 @@ export class WorkflowRun {
     workflowFinished(this.row, status);
     if (this.deps.terminals) this.deps.terminals.set(this.row.id, { status, final_output: this.snap.final_output ?? null, blackboard: this.snap.blackboard });
     else this.deps.wakers.wake(`terminal:${this.row.id}`);
+    // A parent held by another node learns the end at once (one held here was woken by the line above).
+    const parent = this.row.parent_execution_id;
+    // never-rejects: Teller.tell answers an outcome; the parent reads the committed end however it is woken.
+    if (parent && this.deps.teller) void this.deps.teller.tell('workflow', parent, { type: 'wake', topic: `terminal:${this.row.id}` });
   }
 
   private async commit(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<void> {

@@ -327,6 +327,32 @@ export interface PushConfigResponse {
   rejection_reason?: string | undefined;
 }
 
+/**
+ * A wake-up for one actor. It carries no fact: the fact (approval row, signal, cancel request, child terminal) is
+ * committed before the message is sent, and the woken actor re-reads its row, so a message delivered twice, late, or
+ * to a node that lost the lease changes nothing.
+ */
+export interface TellActorRequest {
+  /** The actor kind: `workflow` (a workflow run, key = its id) or `execution` (an agent execution, key = its id). */
+  kind: string;
+  /** The actor's key, a UUID. */
+  key: string;
+  /** `wake` (re-read what it waits for), `cancel` (re-read cancel_requested and stop if set). */
+  message: string;
+  /**
+   * What changed, for `wake`: empty (the run's own approval or signal), `terminal:<run id>` (a child run ended),
+   * `execution:<execution id>` (an Agent state's execution ended).
+   */
+  topic: string;
+}
+
+export interface TellActorResponse {
+  /** True: this node holds the actor's lease and has woken it (or will, as it recovers the row). */
+  delivered: boolean;
+  /** When not delivered: the node the row names as its holder now (empty: none, or its claim lapsed). */
+  holder_node_id: string;
+}
+
 function createBaseSealNodeEnvelope(): SealNodeEnvelope {
   return { node_security_token: "", signature: Buffer.alloc(0), payload: Buffer.alloc(0) };
 }
@@ -2963,6 +2989,212 @@ export const PushConfigResponse: MessageFns<PushConfigResponse> = {
   },
 };
 
+function createBaseTellActorRequest(): TellActorRequest {
+  return { kind: "", key: "", message: "", topic: "" };
+}
+
+export const TellActorRequest: MessageFns<TellActorRequest> = {
+  encode(message: TellActorRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.kind !== "") {
+      writer.uint32(10).string(message.kind);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.message !== "") {
+      writer.uint32(26).string(message.message);
+    }
+    if (message.topic !== "") {
+      writer.uint32(34).string(message.topic);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TellActorRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTellActorRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.topic = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TellActorRequest {
+    return {
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      key: isSet(object.key) ? globalThis.String(object.key) : "",
+      message: isSet(object.message) ? globalThis.String(object.message) : "",
+      topic: isSet(object.topic) ? globalThis.String(object.topic) : "",
+    };
+  },
+
+  toJSON(message: TellActorRequest): unknown {
+    const obj: any = {};
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.key !== "") {
+      obj.key = message.key;
+    }
+    if (message.message !== "") {
+      obj.message = message.message;
+    }
+    if (message.topic !== "") {
+      obj.topic = message.topic;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TellActorRequest>, I>>(base?: I): TellActorRequest {
+    return TellActorRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TellActorRequest>, I>>(object: I): TellActorRequest {
+    const message = createBaseTellActorRequest();
+    message.kind = object.kind ?? "";
+    message.key = object.key ?? "";
+    message.message = object.message ?? "";
+    message.topic = object.topic ?? "";
+    return message;
+  },
+};
+
+function createBaseTellActorResponse(): TellActorResponse {
+  return { delivered: false, holder_node_id: "" };
+}
+
+export const TellActorResponse: MessageFns<TellActorResponse> = {
+  encode(message: TellActorResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.delivered !== false) {
+      writer.uint32(8).bool(message.delivered);
+    }
+    if (message.holder_node_id !== "") {
+      writer.uint32(18).string(message.holder_node_id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TellActorResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTellActorResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.delivered = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.holder_node_id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): TellActorResponse {
+    return {
+      delivered: isSet(object.delivered) ? globalThis.Boolean(object.delivered) : false,
+      holder_node_id: isSet(object.holderNodeId)
+        ? globalThis.String(object.holderNodeId)
+        : isSet(object.holder_node_id)
+        ? globalThis.String(object.holder_node_id)
+        : "",
+    };
+  },
+
+  toJSON(message: TellActorResponse): unknown {
+    const obj: any = {};
+    if (message.delivered !== false) {
+      obj.delivered = message.delivered;
+    }
+    if (message.holder_node_id !== "") {
+      obj.holderNodeId = message.holder_node_id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<TellActorResponse>, I>>(base?: I): TellActorResponse {
+    return TellActorResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TellActorResponse>, I>>(object: I): TellActorResponse {
+    const message = createBaseTellActorResponse();
+    message.delivered = object.delivered ?? false;
+    message.holder_node_id = object.holder_node_id ?? "";
+    return message;
+  },
+};
+
 export type NodeClusterServiceService = typeof NodeClusterServiceService;
 export const NodeClusterServiceService = {
   /** Worker to controller, no token: starts attestation, answers a challenge nonce. */
@@ -3075,6 +3307,20 @@ export const NodeClusterServiceService = {
     responseSerialize: (value: ListPeersResponse): Buffer => Buffer.from(ListPeersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListPeersResponse => ListPeersResponse.decode(value),
   },
+  /**
+   * orch addition (docs/CLUSTER.md "Messages to actors"): any node to the node that holds an actor's lease, to wake
+   * it after a fact it waits for was committed (an approval, a signal, a cancel request, a child run's end).
+   * Payload: TellActorRequest.
+   */
+  tellActor: {
+    path: "/orch.cluster.v1.NodeClusterService/TellActor" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SealNodeEnvelope): Buffer => Buffer.from(SealNodeEnvelope.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SealNodeEnvelope => SealNodeEnvelope.decode(value),
+    responseSerialize: (value: TellActorResponse): Buffer => Buffer.from(TellActorResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): TellActorResponse => TellActorResponse.decode(value),
+  },
 } as const;
 
 export interface NodeClusterServiceServer extends UntypedServiceImplementation {
@@ -3104,6 +3350,12 @@ export interface NodeClusterServiceServer extends UntypedServiceImplementation {
   pushConfig: handleUnaryCall<SealNodeEnvelope, PushConfigResponse>;
   /** Any node to controller. Payload: ListPeersRequest. */
   listPeers: handleUnaryCall<SealNodeEnvelope, ListPeersResponse>;
+  /**
+   * orch addition (docs/CLUSTER.md "Messages to actors"): any node to the node that holds an actor's lease, to wake
+   * it after a fact it waits for was committed (an approval, a signal, a cancel request, a child run's end).
+   * Payload: TellActorRequest.
+   */
+  tellActor: handleUnaryCall<SealNodeEnvelope, TellActorResponse>;
 }
 
 export interface NodeClusterServiceClient extends Client {
@@ -3263,6 +3515,26 @@ export interface NodeClusterServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListPeersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * orch addition (docs/CLUSTER.md "Messages to actors"): any node to the node that holds an actor's lease, to wake
+   * it after a fact it waits for was committed (an approval, a signal, a cancel request, a child run's end).
+   * Payload: TellActorRequest.
+   */
+  tellActor(
+    request: SealNodeEnvelope,
+    callback: (error: ServiceError | null, response: TellActorResponse) => void,
+  ): ClientUnaryCall;
+  tellActor(
+    request: SealNodeEnvelope,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: TellActorResponse) => void,
+  ): ClientUnaryCall;
+  tellActor(
+    request: SealNodeEnvelope,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: TellActorResponse) => void,
   ): ClientUnaryCall;
 }
 
