@@ -29,6 +29,7 @@ import { benchWorkerResume } from './worker-resume.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
 import { loadNodeConfig } from '../src/config/load.ts';
 import { median } from './stats.ts';
+import { benchStartupPaths } from './startup.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -115,21 +116,13 @@ async function benchDb(): Promise<void> {
 
 /** `orch up` on a fresh data dir, no services: process spawn until the first `GET /health` answers 200. */
 async function benchStartup(): Promise<void> {
-  const samples: number[] = [];
-  for (let i = 0; i < Math.max(RUNS, 5); i++) {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-up-'));
-    const started = Date.now();
-    const node = await startOrchNode({ ORCH_DATA_DIR: dir, DATABASE_URL: undefined, REDIS_URL: undefined, DOCKER_HOST: undefined });
-    try {
-      const res = await fetch(`${node.banner.http}/health`);
-      if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
-      samples.push(Date.now() - started);
-    } finally {
-      await node.kill('SIGTERM');
-      await rm(dir, { recursive: true, force: true });
-    }
-  }
-  report('orch up (fresh data dir, PGlite) to first /health 200', samples, 'ms');
+  const f = await benchStartupPaths(Math.max(RUNS, 5));
+  report('orch --help, compiled dist/', f.helpDist, 'ms');
+  report('orch --help, sources through tsx', f.helpSource, 'ms');
+  report('fresh PGlite to schema, migrations one by one', f.pgliteOneByOne, 'ms');
+  report('fresh PGlite to schema, from the schema template', f.pgliteSchemaTemplate, 'ms');
+  report('orch up to first /health 200, compiled dist/', f.upDist, 'ms');
+  report('orch up to first /health 200, sources (tsx)', f.upSource, 'ms');
 }
 
 async function benchToolCalls(): Promise<void> {

@@ -4,8 +4,10 @@ import path from 'node:path';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from './db.ts';
 import { migrate } from './migrate.ts';
+import { listMigrations } from './migration-files.ts';
 import { openPg } from './pg.ts';
 import { openPglite } from './pglite.ts';
+import { schemaKey } from './pglite-template.ts';
 
 export interface OpenDbOptions {
   /** postgres://… (PostgreSQL or CockroachDB). Absent: embedded PGlite. */
@@ -17,9 +19,13 @@ export interface OpenDbOptions {
 
 export async function openDb(options: OpenDbOptions, logger: Logger): Promise<Db> {
   const log = logger.child({ component: 'storage' });
-  const db = options.url
-    ? await openPg(options.url, { logger: log, ...(options.poolSize ? { poolSize: options.poolSize } : {}) })
-    : await openPglite(path.join(options.dataDir, 'pglite'));
+  if (!options.url) {
+    let applied: number[] = [];
+    const db = await openMigratedPglite(path.join(options.dataDir, 'pglite'), async (d) => (applied = await migrate(d, log)));
+    log.info({ database: db.kind, migrationsApplied: applied }, 'database ready');
+    return db;
+  }
+  const db = await openPg(options.url, { logger: log, ...(options.poolSize ? { poolSize: options.poolSize } : {}) });
   try {
     const applied = await migrate(db, log);
     log.info({ database: db.kind, migrationsApplied: applied }, 'database ready');
@@ -28,4 +34,13 @@ export async function openDb(options: OpenDbOptions, logger: Logger): Promise<Db
     await db.close().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * PGlite in `dataDir` with this build's schema: a fresh data dir starts from the schema template (initdb plus every
+ * migration, see pglite-template.ts) instead of applying the migrations one by one. `run` defaults to migrate().
+ */
+export async function openMigratedPglite(dataDir: string, run: (db: Db) => Promise<unknown> = (db) => migrate(db)): Promise<Db> {
+  const key = await schemaKey(await listMigrations());
+  return openPglite(dataDir, { schema: { key, migrate: run } });
 }

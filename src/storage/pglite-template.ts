@@ -1,9 +1,15 @@
 // A fresh PGlite data dir costs an initdb inside WebAssembly (3-4 s here); loading a dump of a freshly initialised
 // cluster costs about 1 s. The first fresh database of an install is made the slow way and its dump is kept as a
 // template under node_modules/.cache/orch (keyed by PGlite's version); every later fresh data dir starts from it.
-// The template holds nothing but initdb's output: it is taken before migrations or any data are written.
+// That template holds nothing but initdb's output: it is taken before migrations or any data are written.
+//
+// A second kind, the schema template, holds initdb's output plus every migration of this build and nothing else
+// (issue 15: under load a test node spent most of ~51 s applying migrations one by one). Its name carries a hash of
+// the migration files, so a new or changed migration never loads an old schema. It is dumped right after the
+// migrations of a fresh data dir ran, before anything else can write (see openPglite's `schema` option).
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PGlite } from '@electric-sql/pglite';
@@ -30,8 +36,17 @@ export function templateDir(override?: string): string {
   return override ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../node_modules/.cache/orch');
 }
 
-export async function templateFile(dir?: string): Promise<string> {
-  return path.join(templateDir(dir), `pglite-${await pgliteVersion()}.tar.gz`);
+/** The initdb template's file, or with `schemaKey` the schema template's. */
+export async function templateFile(dir?: string, schemaKey?: string): Promise<string> {
+  const version = await pgliteVersion();
+  return path.join(templateDir(dir), schemaKey ? `pglite-${version}-schema-${schemaKey}.tar.gz` : `pglite-${version}.tar.gz`);
+}
+
+/** A short hash of the migration files (names and contents, in order): the key of the schema template. */
+export async function schemaKey(files: ReadonlyArray<{ name: string; path: string }>): Promise<string> {
+  const hash = createHash('sha256');
+  for (const f of files) hash.update(`${f.name}\0`).update(await readFile(f.path)).update('\0');
+  return hash.digest('hex').slice(0, 16);
 }
 
 /** True when `dataDir` holds no cluster yet (initdb has not run there). */
@@ -40,8 +55,8 @@ export function isFreshDataDir(dataDir: string): boolean {
 }
 
 /** The template as a Blob for PGlite's `loadDataDir`, or undefined when none has been made yet. */
-export async function loadTemplate(dir?: string): Promise<Blob | undefined> {
-  const file = await templateFile(dir);
+export async function loadTemplate(dir?: string, key?: string): Promise<Blob | undefined> {
+  const file = await templateFile(dir, key);
   if (!existsSync(file)) return undefined;
   try {
     // PGlite decides whether to gunzip by the blob's type.
@@ -51,12 +66,23 @@ export async function loadTemplate(dir?: string): Promise<Blob | undefined> {
   }
 }
 
-/** Dumps a just-initialised PGlite as the template; written to a temp name then renamed, so readers see all or none. */
-export async function saveTemplate(pglite: PGlite, dir?: string): Promise<void> {
-  const file = await templateFile(dir);
+/**
+ * Dumps a just-initialised (or, with `key`, just-migrated) PGlite as a template; written to a temp name then renamed,
+ * so readers see all or none. A schema template replaces those of older migration sets (they only take space).
+ */
+export async function saveTemplate(pglite: PGlite, dir?: string, key?: string): Promise<void> {
+  const file = await templateFile(dir, key);
   const dump = await pglite.dumpDataDir('gzip');
   await mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.${Date.now()}.tmp`;
   await writeFile(tmp, Buffer.from(await dump.arrayBuffer()));
   await rename(tmp, file);
+  if (key) {
+    const prefix = path.basename(file).replace(/-schema-.*$/, '-schema-');
+    for (const name of await readdir(path.dirname(file))) {
+      if (name.startsWith(prefix) && name.endsWith('.tar.gz') && name !== path.basename(file)) {
+        await unlink(path.join(path.dirname(file), name)).catch(() => undefined);
+      }
+    }
+  }
 }

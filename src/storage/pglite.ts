@@ -15,8 +15,14 @@ export const MEMORY = 'memory://';
 
 export interface PgliteOptions {
   retry?: RetryOptions;
-  /** Where the initdb template is cached (see pglite-template.ts); false to always run initdb. */
+  /** Where the templates are cached (see pglite-template.ts); false to always run initdb (and every migration). */
   templateDir?: string | false;
+  /**
+   * The schema this database must have: `migrate` brings it up to date, `key` names that schema (schemaKey of the
+   * migration files). A fresh data dir then starts from the schema template of that key when there is one (the
+   * migrations find nothing to do), and when there is none, is migrated and dumped as that template.
+   */
+  schema?: { key: string; migrate: (db: Db) => Promise<unknown> };
 }
 
 const COUNTED = new Set(['INSERT', 'UPDATE', 'DELETE', 'MERGE']);
@@ -78,12 +84,23 @@ export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Pro
   await mkdir(dataDir, { recursive: true });
   const useTemplate = opts.templateDir !== false && isFreshDataDir(dataDir);
   const dir = opts.templateDir === false ? undefined : opts.templateDir;
-  const template = useTemplate ? await loadTemplate(dir) : undefined;
+  const schemaTemplate = useTemplate && opts.schema ? await loadTemplate(dir, opts.schema.key) : undefined;
+  const template = schemaTemplate ?? (useTemplate ? await loadTemplate(dir) : undefined);
   const pglite = new PGlite(dataDir, { parsers: pgliteParsers, ...(template ? { loadDataDir: template } : {}) });
   await pglite.waitReady;
-  if (useTemplate && !template) {
-    // The template is only a speed-up: failing to write it (read-only install, full disk) is not an error.
-    await saveTemplate(pglite, dir).catch(() => undefined);
+  // The templates are only a speed-up: failing to write one (read-only install, full disk) is not an error.
+  if (useTemplate && !template) await saveTemplate(pglite, dir).catch(() => undefined);
+  const db = new PgliteDb(pglite, opts.retry);
+  if (opts.schema) {
+    try {
+      // Also from the schema template: cheap (nothing pending), and it keeps migrate's checks and warnings.
+      await opts.schema.migrate(db);
+    } catch (err) {
+      await db.close().catch(() => undefined);
+      throw err;
+    }
+    // Dumped before the caller gets the database: nothing but the migrations has written to it yet.
+    if (useTemplate && !schemaTemplate) await saveTemplate(pglite, dir, opts.schema.key).catch(() => undefined);
   }
-  return new PgliteDb(pglite, opts.retry);
+  return db;
 }

@@ -2,14 +2,15 @@
 // must never interleave, and files that outlive the process.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
+import { migrate } from '../../src/storage/migrate.ts';
 import { listMigrations } from '../../src/storage/migration-files.ts';
 import { openPglite, MEMORY } from '../../src/storage/pglite.ts';
-import { templateFile } from '../../src/storage/pglite-template.ts';
+import { schemaKey, templateFile } from '../../src/storage/pglite-template.ts';
 import { dbConformance } from './db-conformance.ts';
 
 async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
@@ -107,4 +108,44 @@ test('pglite: a fresh data dir is made from the initdb template, which holds no 
   await second.query('CREATE TABLE t (id INT PRIMARY KEY)');
   await second.query('INSERT INTO t VALUES (1)');
   t.deepEqual((await second.query<{ id: number }>('SELECT id FROM t')).rows, [{ id: 1 }]);
+});
+
+// Issue 15 item 4: under load a test node spent most of ~51 s applying the migrations one by one to its fresh PGlite.
+// A fresh data dir now starts from the schema template (initdb plus every migration, keyed by a hash of the files):
+// the migrations find nothing to do. A new migration file changes the key, so it is applied, never skipped.
+test('pglite: a fresh data dir starts from the schema template of its migrations; a new migration misses it', async (t) => {
+  const tmp = await tempDir('orch-pglite-schema-');
+  t.teardown(() => tmp.remove());
+  const cache = path.join(tmp.dir, 'cache');
+  const migrations = path.join(tmp.dir, 'migrations');
+  await mkdir(migrations, { recursive: true });
+  await writeFile(path.join(migrations, '001_one.sql'), 'CREATE TABLE s_one (id INT PRIMARY KEY);');
+  await writeFile(path.join(migrations, '002_two.sql'), "CREATE TABLE s_two (note TEXT); INSERT INTO s_two VALUES ('seeded');");
+  const open = async (name: string): Promise<{ applied: number[]; db: Awaited<ReturnType<typeof openPglite>> }> => {
+    let applied: number[] = [];
+    const key = await schemaKey(await listMigrations(migrations));
+    const db = await openPglite(path.join(tmp.dir, name), { templateDir: cache, schema: { key, migrate: async (d) => (applied = await migrate(d, undefined, { dir: migrations })) } });
+    return { applied, db };
+  };
+
+  const a = await open('a');
+  t.deepEqual(a.applied, [1, 2], 'the first fresh dir applies every migration');
+  await a.db.query('INSERT INTO s_one VALUES (42)');
+  await a.db.close();
+  const key = await schemaKey(await listMigrations(migrations));
+  t.true((await stat(await templateFile(cache, key))).size > 0, 'its schema was kept as the template');
+
+  const b = await open('b');
+  t.teardown(() => b.db.close());
+  t.deepEqual(b.applied, [], 'the second fresh dir came with the schema: nothing to apply');
+  t.deepEqual((await b.db.query('SELECT version FROM schema_migrations ORDER BY version')).rows, [{ version: 1 }, { version: 2 }]);
+  t.deepEqual((await b.db.query('SELECT note FROM s_two')).rows, [{ note: 'seeded' }], "the migrations' own rows came too");
+  t.deepEqual((await b.db.query('SELECT id FROM s_one')).rows, [], 'nothing written after the migrations did');
+
+  await writeFile(path.join(migrations, '003_three.sql'), 'CREATE TABLE s_three (id INT);');
+  const c = await open('c');
+  t.teardown(() => c.db.close());
+  t.deepEqual(c.applied, [1, 2, 3], 'a new migration set misses the old template and is applied in full');
+  const templates = (await readdir(cache)).filter((f) => f.includes('-schema-'));
+  t.deepEqual(templates, [path.basename(await templateFile(cache, await schemaKey(await listMigrations(migrations))))], 'the old schema template was replaced');
 });

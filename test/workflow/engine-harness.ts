@@ -9,7 +9,7 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
-import { openPglite } from '../../src/storage/pglite.ts';
+import { openMigratedPglite } from '../../src/storage/open.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -69,7 +69,8 @@ export async function startEngine(
   if (o.pglite) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-pglite-'));
     t.teardown(() => rm(dir, { recursive: true, force: true }));
-    db = await openPglite(path.join(dir, 'pglite'));
+    // From the schema template: the migrate() below finds nothing to do.
+    db = await openMigratedPglite(path.join(dir, 'pglite'));
   } else {
     db = o.openDb ? await o.openDb(url!) : await openPg(url!, { logger });
   }

@@ -1,0 +1,73 @@
+// Start-up figures of issue 15 item 4, each pair interleaved run by run so that a noisy machine weighs on both alike:
+// `orch --help` and `orch up` (fresh PGlite data dir, to the first /health 200) from the compiled dist/ and from the
+// sources through tsx (ORCH_FROM_SOURCE=1), and a fresh PGlite brought to the schema with the migrations applied one
+// by one vs from the schema template. dist/ must be current (`npm run build:dist`).
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { ORCH_BIN, startOrchNode } from '../test/support/node-process.ts';
+
+const run = promisify(execFile);
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+
+export interface StartupFigures {
+  helpDist: number[];
+  helpSource: number[];
+  upDist: number[];
+  upSource: number[];
+  pgliteOneByOne: number[];
+  pgliteSchemaTemplate: number[];
+}
+
+async function timeHelp(fromSource: boolean): Promise<number> {
+  const started = performance.now();
+  await run(process.execPath, [ORCH_BIN, '--help'], { env: { ...process.env, ORCH_FROM_SOURCE: fromSource ? '1' : '' } });
+  return performance.now() - started;
+}
+
+async function timeUp(fromSource: boolean): Promise<number> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-up-'));
+  const started = performance.now();
+  const node = await startOrchNode({ ORCH_DATA_DIR: dir, DATABASE_URL: undefined, REDIS_URL: undefined, DOCKER_HOST: undefined, ORCH_FROM_SOURCE: fromSource ? '1' : '' });
+  try {
+    const res = await fetch(`${node.banner.http}/health`);
+    if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
+    return performance.now() - started;
+  } finally {
+    await node.kill('SIGTERM');
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function timePglite(mode: 'one-by-one' | 'schema-template'): Promise<number> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-pglite-'));
+  try {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(HERE, 'pglite-open.ts'), mode, dir]);
+    return Number(stdout.trim());
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export async function benchStartupPaths(runs: number): Promise<StartupFigures> {
+  const f: StartupFigures = { helpDist: [], helpSource: [], upDist: [], upSource: [], pgliteOneByOne: [], pgliteSchemaTemplate: [] };
+  // One of each first, unrecorded: the templates and the OS file cache are warm for every recorded run.
+  await timePglite('schema-template');
+  await timeHelp(false);
+  for (let i = 0; i < runs; i++) {
+    f.helpDist.push(await timeHelp(false));
+    f.helpSource.push(await timeHelp(true));
+  }
+  for (let i = 0; i < runs; i++) {
+    f.pgliteOneByOne.push(await timePglite('one-by-one'));
+    f.pgliteSchemaTemplate.push(await timePglite('schema-template'));
+  }
+  for (let i = 0; i < runs; i++) {
+    f.upDist.push(await timeUp(false));
+    f.upSource.push(await timeUp(true));
+  }
+  return f;
+}
