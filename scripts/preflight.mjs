@@ -1,7 +1,7 @@
 // `npm test` runs this first (`pretest`): checks, in well under a second when all is there, what the suite needs on
-// this machine — PostgreSQL and Redis answering, bubblewrap, podman's Docker API with the local runtime image,
-// libfuse with the FUSE binding, chromium (issue 15 item 3: `npm test` used to pass only where someone had set the
-// machine up by hand). When something is missing and this runs as root with apt-get, it runs
+// this machine — PostgreSQL and Redis answering, bubblewrap and slirp4netns, podman's Docker API with the local
+// runtime image, libfuse with the FUSE binding, chromium (issue 15 item 3: `npm test` used to pass only where
+// someone had set the machine up by hand). When something is missing and this runs as root with apt-get, it runs
 // scripts/setup-test-machine.sh (idempotent) and checks again; otherwise it fails at once with one line naming
 // what is missing and the one command to run. Spawns nothing while everything is present.
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
@@ -91,6 +91,8 @@ export async function missing(env = process.env) {
   if (pgUp === undefined) out.push(`PostgreSQL at ${pg.host}:${pg.port}`);
   if (!redisUp?.startsWith('+PONG')) out.push(`Redis at ${redis.host}:${redis.port}`);
   if (!which('bwrap', env)) out.push('bubblewrap');
+  // The network of process sandboxes that have network (src/agents/runtime/sandbox-net.ts).
+  if (!which('slirp4netns', env)) out.push('slirp4netns');
   if (!which('podman', env)) out.push('podman');
   if (socketPath && image === undefined) out.push(`the podman API at ${socketPath}`);
   else if (socketPath) {

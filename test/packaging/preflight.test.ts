@@ -60,6 +60,7 @@ test('preflight: with the tools missing from PATH and no apt-get, one line names
   const lines = run.stderr.trim().split('\n');
   t.is(lines.length, 1, run.stderr);
   t.regex(lines[0]!, /bubblewrap/);
+  t.regex(lines[0]!, /slirp4netns/);
   t.regex(lines[0]!, /podman/);
   t.regex(lines[0]!, /libfuse/);
   t.regex(lines[0]!, /run `sudo scripts\/setup-test-machine\.sh`/);
@@ -70,7 +71,7 @@ test('preflight: PostgreSQL and Redis not answering are named, nothing else when
   const [pg, redis] = [await closedPort(), await closedPort()];
   const run = await preflight({
     ...process.env,
-    PATH: await pathWith(t, ['bwrap', 'podman', 'fusermount3']),
+    PATH: await pathWith(t, ['bwrap', 'slirp4netns', 'podman', 'fusermount3']),
     DATABASE_URL: `postgres://postgres@127.0.0.1:${pg}/postgres`,
     REDIS_URL: `redis://127.0.0.1:${redis}`,
   });
@@ -81,7 +82,7 @@ test('preflight: PostgreSQL and Redis not answering are named, nothing else when
 });
 
 test('preflight: a missing chromium is named', async (t) => {
-  const run = await preflight({ ...process.env, PATH: await pathWith(t, ['bwrap', 'podman', 'fusermount3']), CHROMIUM_PATH: '/nonexistent/chromium' });
+  const run = await preflight({ ...process.env, PATH: await pathWith(t, ['bwrap', 'slirp4netns', 'podman', 'fusermount3']), CHROMIUM_PATH: '/nonexistent/chromium' });
   t.is(run.code, 1);
   t.regex(run.stderr, /^npm test: missing chromium \(\/nonexistent\/chromium\); run `sudo scripts\/setup-test-machine\.sh`/);
 });
