@@ -126,3 +126,32 @@ test.serial('JSON bodies: nesting past the depth limit is 422 and too many value
   const content = await underProbe(() => post('/v1/stimuli', JSON.stringify({ source: 's', content: `${'['.repeat(1000)}${']'.repeat(1000)}` }), 'application/json'));
   t.is(content.status, 422, JSON.stringify(content.body));
 });
+
+test.serial('a tenant pattern that backtracks ((a|aa)+$, (a+)+$) validates a long run input at once, /health answering', async (t) => {
+  // `(a|aa)+$` passed the old syntactic guard and V8 backtracks on it exponentially: this run's input validation
+  // held the event loop for good. On RE2 (linear time) the run is refused by its schema at once.
+  for (const [i, pattern] of ['(a|aa)+$', '(a+)+$'].entries()) {
+    const name = `redos-${i}-${randomUUID().slice(0, 6)}`;
+    const yaml = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata:
+  name: ${name}
+  version: 1.0.0
+  input_schema:
+    type: object
+    properties: { title: { type: string, pattern: ${JSON.stringify(pattern)} } }
+spec:
+  initial_state: done
+  states:
+    done: { kind: System, command: 'update_context {"x": 1}', transitions: [] }
+`;
+    const deployed = await post('/v1/workflows', JSON.stringify({ manifest_yaml: yaml }), 'application/json');
+    t.is(deployed.status, 201, await deployed.text());
+    const r = await underProbe(() => post(`/v1/workflows/${name}/run`, JSON.stringify({ input: { title: `${'a'.repeat(50_000)}!` } }), 'application/json'));
+    t.is(r.status, 422, JSON.stringify(r.body));
+    t.regex(JSON.stringify(r.body), /input\.title/);
+    t.true(r.tookMs < 1_000, `${pattern}: the run was answered after ${Math.round(r.tookMs)} ms`);
+    t.true(r.worstHealthMs < HEALTH_BOUND_MS, `/health took ${Math.round(r.worstHealthMs)} ms`);
+    t.log(`${pattern} over 50,001 characters: ${Math.round(r.tookMs)} ms; worst /health ${Math.round(r.worstHealthMs)} ms`);
+  }
+});

@@ -22,6 +22,7 @@ import { isToolError, mapPath, resolveVolumePath, workdirOf, type ResolvedPath }
 import type { ToolCallContext, ToolDefinition, ToolError, ToolOutcome, VolumeMount } from '../types.ts';
 import { bool, fail, ok, schema, str } from './util.ts';
 import { GREP_LIMITS, grepInWorker, MAX_PATTERN_LENGTH } from './regex-worker.ts';
+import { linearRegExp } from '../../util/linear-regexp.ts';
 
 type Handler = (ctx: ToolCallContext, args: Record<string, unknown>) => Promise<ToolOutcome>;
 
@@ -359,7 +360,7 @@ export function fsTools(deps: FsToolsDeps = {}): ToolDefinition[] {
     {
       name: 'fs.grep',
       description: 'Search files under a directory (recursively) for a regular expression; answers path:line: text per match.',
-      inputSchema: schema({ pattern: { type: 'string', description: 'JavaScript regular expression' }, path: { type: 'string' }, recursive: { type: 'boolean', default: true } }, [
+      inputSchema: schema({ pattern: { type: 'string', description: 'regular expression (RE2 syntax: JavaScript\'s without lookaround or backreferences)' }, path: { type: 'string' }, recursive: { type: 'boolean', default: true } }, [
         'pattern',
         'path',
       ]),
@@ -369,14 +370,14 @@ export function fsTools(deps: FsToolsDeps = {}): ToolDefinition[] {
         const pattern = str(args.pattern);
         if (pattern.length > MAX_PATTERN_LENGTH) return fail('InvalidArguments', `pattern of tool fs.grep is longer than ${MAX_PATTERN_LENGTH} characters`);
         try {
-          new RegExp(pattern); // syntax only: V8 compiles it when it first runs, in the worker
+          linearRegExp(pattern); // syntax only (compiling is linear too); the worker compiles its own
         } catch (err) {
-          return fail('InvalidArguments', `pattern of tool fs.grep is not a valid regular expression: ${(err as Error).message}`);
+          return fail('InvalidArguments', `pattern of tool fs.grep: ${(err as Error).message}`);
         }
         const files: string[] = [];
         await grepFiles(p.host, bool(args.recursive, true), files);
         const shown = (f: string): string => path.posix.join(p.mount.sandboxPath, path.relative(p.mount.hostPath, f).split(path.sep).join('/'));
-        // Matching runs in a worker under a watchdog (regex-worker.ts): a backtracking pattern cannot hold the node.
+        // Matching runs on RE2 (linear time) in a worker under a watchdog (regex-worker.ts): no pattern can hold the node.
         const found = await grepInWorker(pattern, files.map((f) => ({ host: f, shown: shown(f) })), { ...GREP_LIMITS, maxMatches: MAX_GREP_MATCHES, maxFileBytes: MAX_GREP_FILE_BYTES });
         if (!found.ok) return fail('Timeout', `fs.grep: ${found.message}`);
         const { lines, truncated } = found;

@@ -2,9 +2,15 @@
 // a 29-byte line took 13.4 s, and on the main thread that froze the whole node (/health included). Here the match
 // loop runs in a worker thread that bumps a shared counter after every line; the main thread terminates the worker
 // when the counter has not moved for `lineBudgetMs` (one line took too long) or the whole search passed `totalMs`,
-// and the caller gets a clear error. No linear-time engine (RE2) is installed, so the pattern keeps JavaScript's
-// syntax and semantics.
+// and the caller gets a clear error. The pattern itself runs on RE2's linear-time engine (re2js, see
+// src/util/linear-regexp.ts), so `(a+)+$` or `(a|aa)+$` answer in time linear in the line; the worker and its
+// watchdog stay as a second line of defence (a huge line, an engine bug) and keep the match off the event loop.
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+
+/** The CommonJS build of re2js, which the eval'd worker loads by absolute path (it has no module resolution of its
+ * own). */
+const RE2JS_PATH = createRequire(import.meta.url).resolve('re2js');
 
 export interface GrepFile {
   /** Where to read it on this host. */
@@ -24,8 +30,7 @@ export interface GrepLimits {
 
 export const GREP_LIMITS: GrepLimits = { maxMatches: 1000, maxFileBytes: 5 * 1024 * 1024, lineBudgetMs: 400, totalMs: 30_000 };
 
-/** The longest pattern accepted; compiling a very long pattern can exhaust memory before any line is read. */
-export const MAX_PATTERN_LENGTH = 1024;
+export { MAX_PATTERN_LENGTH } from '../../util/linear-regexp.ts';
 
 export type GrepResult = { ok: true; lines: string[]; truncated: boolean } | { ok: false; reason: 'line_budget' | 'total_budget' | 'failed'; message: string };
 
@@ -34,9 +39,10 @@ export type GrepResult = { ok: true; lines: string[]; truncated: boolean } | { o
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
-const { pattern, files, maxMatches, maxFileBytes, progress } = workerData;
+const { pattern, files, maxMatches, maxFileBytes, progress, re2jsPath } = workerData;
+const { RE2JS } = require(re2jsPath);
 const ticks = new Int32Array(progress);
-const re = new RegExp(pattern);
+const re = RE2JS.compile(RE2JS.translateRegExp(pattern));
 const lines = [];
 let truncated = false;
 Atomics.add(ticks, 0, 1);
@@ -60,14 +66,15 @@ outer: for (const f of files) {
 parentPort.postMessage({ lines, truncated });
 `;
 
-/** Searches `files` for `pattern` (already known to compile) in a worker; never blocks the event loop. */
+/** Searches `files` for `pattern` (already known to compile with linearRegExp) in a worker; never blocks the event
+ * loop. */
 export function grepInWorker(pattern: string, files: GrepFile[], limits: GrepLimits = GREP_LIMITS): Promise<GrepResult> {
   return new Promise((resolve) => {
     const progress = new SharedArrayBuffer(4);
     const ticks = new Int32Array(progress);
     const worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { pattern, files, maxMatches: limits.maxMatches, maxFileBytes: limits.maxFileBytes, progress },
+      workerData: { pattern, files, maxMatches: limits.maxMatches, maxFileBytes: limits.maxFileBytes, progress, re2jsPath: RE2JS_PATH },
       // A pattern or a file that wants more memory ends the worker, not the node.
       resourceLimits: { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 32 },
     });
@@ -91,7 +98,7 @@ export function grepInWorker(pattern: string, files: GrepFile[], limits: GrepLim
         seen = count;
         movedAt = now;
       } else if (count > 0 && now - movedAt > limits.lineBudgetMs) {
-        finish({ ok: false, reason: 'line_budget', message: `the regular expression took more than ${limits.lineBudgetMs} ms on one line (catastrophic backtracking?); search stopped` });
+        finish({ ok: false, reason: 'line_budget', message: `the regular expression took more than ${limits.lineBudgetMs} ms on one line; search stopped` });
         return;
       }
       if (now - started > limits.totalMs) {
