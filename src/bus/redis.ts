@@ -2,6 +2,7 @@
 // every channel this bus listens to (a connection in subscriber mode can do nothing else). Redis pub/sub is
 // fire-and-forget: messages sent while a subscriber is disconnected are lost, which OrderedDelivery repairs from
 // history when the next event shows the gap.
+import { trackRedis } from '../observability/clients.ts';
 import { Redis } from 'ioredis';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -75,6 +76,7 @@ export class RedisBus implements EventBus {
   /** Connects both connections; fails with UNAVAILABLE when Redis does not answer. */
   static async open(url: string, options: RedisBusOptions = {}): Promise<RedisBus> {
     const log = options.logger;
+    const untrack: Array<() => void> = [];
     const make = (role: string): Redis => {
       const r = new Redis(url, {
         lazyConnect: true,
@@ -83,6 +85,7 @@ export class RedisBus implements EventBus {
       });
       // Without a listener ioredis prints connection errors itself; they belong in our log.
       r.on('error', (err: Error) => log?.warn({ err, role }, 'redis connection error'));
+      untrack.push(trackRedis(r, `bus-${role}`));
       return r;
     };
     const pub = make('publisher');
@@ -92,9 +95,12 @@ export class RedisBus implements EventBus {
     } catch (err) {
       pub.disconnect();
       sub.disconnect();
+      for (const u of untrack) u();
       throw new OrchError(Errors.UNAVAILABLE, `cannot connect to Redis: ${(err as Error).message}`, { cause: err });
     }
-    return new RedisBus(pub, sub, log, options.channelPrefix ?? DEFAULT_CHANNEL_PREFIX);
+    const bus = new RedisBus(pub, sub, log, options.channelPrefix ?? DEFAULT_CHANNEL_PREFIX);
+    bus.untrack = () => untrack.forEach((u) => u());
+    return bus;
   }
 
   async publish(event: BusEvent): Promise<void> {
@@ -198,7 +204,11 @@ export class RedisBus implements EventBus {
     for (const delivery of entry.deliveries) delivery.push(event);
   }
 
+  /** Stops the connections' metrics (src/observability/clients.ts). */
+  untrack: () => void = () => undefined;
+
   async close(): Promise<void> {
+    this.untrack();
     for (const channel of this.channels.values()) for (const d of channel.deliveries) d.close();
     this.channels.clear();
     this.patterns.clear();

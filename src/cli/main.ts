@@ -54,9 +54,9 @@ program
     ]);
     // An unhandled rejection or a dependency's stray 'error' event is logged and counted, not fatal (issue 20).
     installProcessGuard(logger);
-    // OpenTelemetry traces over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set.
-    const otel = telemetryOptionsFromEnv(process.env, config.node.id);
-    const telemetry = otel ? startTelemetry(otel) : undefined;
+    // Trace context always (trace ids in every request's log lines); spans exported over OTLP only when
+    // OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set. First, so the metrics get the same resource.
+    const telemetry = startTelemetry(telemetryOptionsFromEnv(process.env, config.node.id));
     const node = await startNode(config, logger);
     const banner: Record<string, unknown> = { status: 'started', node_id: config.node.id, role: config.node.role, ...node.addresses, database: node.db.kind, bus: node.bus.kind };
     if (!config.auth) {

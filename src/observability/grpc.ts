@@ -1,8 +1,12 @@
 // gRPC server spans, made in the guard every service handler goes through (src/gateway/grpc/guard.ts): one SERVER
 // span per call, named by the full method path, continuing a `traceparent` sent in metadata, with the gRPC status
-// code of the answer.
+// code of the answer. The same start and end record orch_grpc_request_duration_seconds {method, status}.
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { orchMetrics } from './metrics.ts';
 import { tracer } from './tracing.ts';
+
+const STATUS_NAMES = new Map<number, string>(Object.entries(GrpcStatus).filter(([, v]) => typeof v === 'number').map(([k, v]) => [v as number, k]));
 
 interface MetadataLike {
   get(key: string): unknown[];
@@ -27,6 +31,7 @@ export function startGrpcServerSpan(path: string, metadata: MetadataLike): GrpcS
   const [, service = '', method = ''] = /^\/([^/]+)\/(.+)$/.exec(path) ?? [];
   const span: Span = tracer().startSpan(path.slice(1), { kind: SpanKind.SERVER, attributes: { 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method } }, parent);
   const ctx = trace.setSpan(parent, span);
+  const t0 = performance.now();
   let ended = false;
   return {
     within: (fn) => context.with(ctx, fn),
@@ -35,6 +40,7 @@ export function startGrpcServerSpan(path: string, metadata: MetadataLike): GrpcS
       ended = true;
       const code = err === undefined || err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 2;
       span.setAttribute('rpc.grpc.status_code', code);
+      orchMetrics().grpcRequestDuration.record((performance.now() - t0) / 1000, { method: path, status: STATUS_NAMES.get(code) ?? String(code) });
       if (code !== 0) span.setStatus({ code: SpanStatusCode.ERROR, ...(err instanceof Error || typeof (err as { details?: unknown })?.details === 'string' ? { message: String((err as { details?: string }).details ?? (err as Error).message) } : {}) });
       span.end();
     },

@@ -1,14 +1,19 @@
 // HTTP server spans for the fastify app, made with hooks (no patching): one SERVER span per request, continuing a
 // W3C `traceparent` the caller sent. The span is made active for the route handler (preHandler runs after the body
 // is read, so the handler and everything it awaits are its children), named `<METHOD> <route pattern>` once the
-// route is known, and ended when the response is sent or the request is aborted.
+// route is known, and ended when the response is sent or the request is aborted. The same hooks record
+// orch_http_request_duration_seconds {method, route, status}: the route pattern (`/v1/executions/:id`, never the
+// raw path, so ids do not explode the label set), `unmatched` for a 404 no route took.
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { orchMetrics } from './metrics.ts';
 import { tracer } from './tracing.ts';
 
 export function installHttpTracing(app: FastifyInstance): void {
   const spans = new WeakMap<FastifyRequest, Span>();
-  const finish = (request: FastifyRequest, status?: number): void => {
+  const durations = orchMetrics().httpRequestDuration;
+  const finish = (request: FastifyRequest, status?: number, elapsedMs?: number): void => {
+    if (elapsedMs !== undefined) durations.record(elapsedMs / 1000, { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: status === undefined ? 'aborted' : String(status) });
     const span = spans.get(request);
     if (!span) return;
     spans.delete(request);
@@ -53,6 +58,6 @@ export function installHttpTracing(app: FastifyInstance): void {
   app.addHook('onError', async (request, _reply, error) => {
     spans.get(request)?.recordException(error);
   });
-  app.addHook('onResponse', async (request, reply) => finish(request, reply.statusCode));
-  app.addHook('onRequestAbort', async (request) => finish(request));
+  app.addHook('onResponse', async (request, reply) => finish(request, reply.statusCode, reply.elapsedTime));
+  app.addHook('onRequestAbort', async (request) => finish(request, undefined, undefined));
 }

@@ -4,9 +4,11 @@
 // serves the text). Instruments are made once; recording with no scrape ever happening costs a map update.
 //
 // Names (the exporter adds `_total` to counters; the `_seconds` unit suffix is part of the instrument name):
-//   orch_executions_{started,completed,failed,cancelled}_total {agent, tenant}
+//   orch_executions_started_total                              {agent, tenant}
+//   orch_executions_finished_total                             {agent, tenant, status}        status: completed|failed|cancelled
 //   orch_execution_duration_seconds                            {agent, tenant, status}        histogram
-//   orch_workflows_{started,completed,failed,cancelled}_total  {workflow, tenant}
+//   orch_workflows_started_total                               {workflow, tenant}
+//   orch_workflows_finished_total                              {workflow, tenant, status}
 //   orch_workflow_duration_seconds                             {workflow, tenant, status}     histogram
 //   orch_tool_call_duration_seconds                            {tool, origin, outcome}        histogram
 //   orch_llm_tokens_total                                      {model, agent, tenant, type}   type: prompt|completion
@@ -19,15 +21,24 @@
 //   orch_ws_subscribers                                                                        gauge, live-feed subscriptions
 //   orch_event_bus_lag_seconds                                 {bus}                           histogram, record → delivery
 //   orch_unhandled_errors_total                                {kind, outage}                 process guard (src/node/process-guard.ts)
+//   orch_http_request_duration_seconds                         {method, route, status}        histogram (observability/http.ts)
+//   orch_grpc_request_duration_seconds                         {method, status}               histogram (observability/grpc.ts)
+//   nodejs_* and process_*: event-loop delay, heap, GC, memory (runtime-metrics.ts)
+//   orch_db_pool_connections {database, state}, orch_redis_* {client}: clients.ts
+// (One finished counter with a `status` label replaced orch_executions_{completed,failed,cancelled}_total and the
+// workflow triplet in issue 19: sum(rate(...)) by (status) is the usual query, and the old names are gone.)
 import { metrics, type BatchObservableCallback, type Counter, type ObservableCounter, type Histogram, type Meter, type ObservableGauge, type ObservableResult } from '@opentelemetry/api';
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { resourceFromAttributes } from '@opentelemetry/resources';
+import { installRuntimeMetrics } from './runtime-metrics.ts';
 
 export const METER_NAME = 'orch';
 
 /** Bucket bounds in seconds: 5 ms … 1 h, for calls (tools, LLM) and whole runs alike. */
 const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+/** Requests: 1 ms … 60 s (a streaming call lasts as long as its stream). */
+const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** Event-bus lag: 0.5 ms … 10 s. */
 const LAG_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -35,10 +46,10 @@ export type RunStatus = 'completed' | 'failed' | 'cancelled';
 
 export class OrchMetrics {
   readonly executionsStarted: Counter;
-  readonly executionsFinished: Record<RunStatus, Counter>;
+  readonly executionsFinished: Counter;
   readonly executionDuration: Histogram;
   readonly workflowsStarted: Counter;
-  readonly workflowsFinished: Record<RunStatus, Counter>;
+  readonly workflowsFinished: Counter;
   readonly workflowDuration: Histogram;
   readonly toolCallDuration: Histogram;
   readonly llmTokens: Counter;
@@ -51,24 +62,18 @@ export class OrchMetrics {
   readonly unhandledErrors: Counter;
   readonly clusterNodes: ObservableGauge;
   readonly clusterNodeUp: ObservableGauge;
+  readonly httpRequestDuration: Histogram;
+  readonly grpcRequestDuration: Histogram;
 
   constructor(private readonly meter: Meter) {
     const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
     const seconds = (name: string, description: string, boundaries = SECONDS_BUCKETS): Histogram =>
       meter.createHistogram(name, { description, unit: 's', advice: { explicitBucketBoundaries: boundaries } });
     this.executionsStarted = counter('orch_executions_started', 'Agent executions started (first transition to running)');
-    this.executionsFinished = {
-      completed: counter('orch_executions_completed', 'Agent executions that completed'),
-      failed: counter('orch_executions_failed', 'Agent executions that failed'),
-      cancelled: counter('orch_executions_cancelled', 'Agent executions cancelled'),
-    };
+    this.executionsFinished = counter('orch_executions_finished', 'Agent executions that reached a terminal status, by status');
     this.executionDuration = seconds('orch_execution_duration_seconds', 'Agent execution duration from start to its terminal status');
     this.workflowsStarted = counter('orch_workflows_started', 'Workflow runs started');
-    this.workflowsFinished = {
-      completed: counter('orch_workflows_completed', 'Workflow runs that completed'),
-      failed: counter('orch_workflows_failed', 'Workflow runs that failed'),
-      cancelled: counter('orch_workflows_cancelled', 'Workflow runs cancelled'),
-    };
+    this.workflowsFinished = counter('orch_workflows_finished', 'Workflow runs that reached a terminal status, by status');
     this.workflowDuration = seconds('orch_workflow_duration_seconds', 'Workflow run duration from start to its terminal status');
     this.toolCallDuration = seconds('orch_tool_call_duration_seconds', 'Tool call latency through the tool catalog');
     this.llmTokens = counter('orch_llm_tokens', 'LLM tokens used, by type (prompt or completion)');
@@ -85,6 +90,8 @@ export class OrchMetrics {
     this.busLag = seconds('orch_event_bus_lag_seconds', 'Time from an event being recorded to its live delivery to a subscriber', LAG_BUCKETS);
     this.clusterNodes = meter.createObservableGauge('orch_cluster_nodes', { description: 'Cluster nodes by status' });
     this.clusterNodeUp = meter.createObservableGauge('orch_cluster_node_up', { description: '1 for each cluster node, labelled with its role and status' });
+    this.httpRequestDuration = seconds('orch_http_request_duration_seconds', 'HTTP request duration by method, route pattern and status code', REQUEST_BUCKETS);
+    this.grpcRequestDuration = seconds('orch_grpc_request_duration_seconds', 'gRPC call duration by full method and status code name', REQUEST_BUCKETS);
   }
 
   private readonly wsSources = new Set<() => number>();
@@ -112,16 +119,35 @@ interface Registry {
 
 let registry: Registry | undefined;
 const serializer = new PrometheusSerializer();
+let resourceAttributes: Record<string, string> = { 'service.name': 'orch' };
+
+/**
+ * The resource of the process's metrics (target_info in /metrics): OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME and
+ * the node id, as the edge read them (setup.ts). Takes effect only before the first instrument is used, which the
+ * CLI guarantees by calling it first; answers false when it came too late.
+ */
+export function setMetricsResource(attributes: Record<string, string>): boolean {
+  if (registry) return false;
+  resourceAttributes = { 'service.name': 'orch', ...attributes };
+  return true;
+}
 
 function ensureRegistry(): Registry {
   if (registry) return registry;
   const exporter = new PrometheusExporter({ preventServerStart: true });
-  const provider = new MeterProvider({ resource: resourceFromAttributes({ 'service.name': 'orch' }), readers: [exporter] });
+  const provider = new MeterProvider({ resource: resourceFromAttributes(resourceAttributes), readers: [exporter] });
   // The global provider, so that anything using the metrics API in this process lands in the same registry.
   // If someone registered another one first, ours still serves /metrics with orch's instruments.
   metrics.setGlobalMeterProvider(provider);
-  registry = { provider, exporter, metrics: new OrchMetrics(provider.getMeter(METER_NAME)) };
+  const meter = provider.getMeter(METER_NAME);
+  registry = { provider, exporter, metrics: new OrchMetrics(meter) };
+  installRuntimeMetrics(meter);
   return registry;
+}
+
+/** The meter of the process's registry (clients.ts makes its instruments on it). */
+export function orchMeter(): Meter {
+  return ensureRegistry().provider.getMeter(METER_NAME);
 }
 
 /** The process's instruments. */

@@ -97,7 +97,7 @@ export class ExecutionTelemetry {
   /** The terminal status was written. */
   finished(status: RunStatus, reason?: string): void {
     const m = orchMetrics();
-    m.executionsFinished[status].add(1, this.labels);
+    m.executionsFinished.add(1, { ...this.labels, status });
     m.executionDuration.record(secondsBetween(this.startedAt), { ...this.labels, status });
     this.span.setAttribute('orch.execution.status', status);
     if (status !== 'completed') this.span.setStatus({ code: SpanStatusCode.ERROR, message: reason ?? status });
@@ -144,7 +144,7 @@ export function inWorkflowStateSpan<T extends { error?: string | undefined }>(ro
 export function workflowFinished(row: WorkflowRunLike, status: RunStatus): void {
   const m = orchMetrics();
   const labels = { workflow: row.workflow_name, tenant: row.tenant_id };
-  m.workflowsFinished[status].add(1, labels);
+  m.workflowsFinished.add(1, { ...labels, status });
   m.workflowDuration.record(secondsBetween(row.started_at), { ...labels, status });
   const span = trace.getActiveSpan();
   if (span && status !== 'completed') span.setStatus({ code: SpanStatusCode.ERROR, message: status });

@@ -1,18 +1,26 @@
 // Installs tracing for the process: a NodeTracerProvider with the AsyncLocalStorage context manager and the W3C
 // trace-context propagator, and span processors: an OTLP http/protobuf exporter when an endpoint is given, plus any
-// the caller adds (tests add an in-memory exporter). Called once, at the edge (the CLI reads
-// OTEL_EXPORTER_OTLP_ENDPOINT); library code only uses the API (tracing.ts) and never reads the environment.
+// the caller adds (tests add an in-memory exporter). Called once, at the edge (the CLI reads the OTEL_* variables);
+// library code only uses the API (tracing.ts) and never reads the environment.
+// It is installed even with no exporter (issue 19): then nothing is sampled (AlwaysOffSampler: no span is recorded,
+// which costs next to nothing) but every request still gets a valid trace and span id, so each log line of a request
+// carries trace_id/span_id (src/logging/logger.ts) and a caller's `traceparent` is continued.
+// The resource (service.name, service.instance.id, and OTEL_RESOURCE_ATTRIBUTES) is shared with the metrics
+// (target_info in /metrics).
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { AlwaysOffSampler, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { setMetricsResource } from './metrics.ts';
 
 export interface TelemetryOptions {
   /** service.name of every span. Default "orch". */
   serviceName?: string;
   /** service.instance.id (the node id). */
   serviceInstanceId?: string;
+  /** OTEL_RESOURCE_ATTRIBUTES, parsed; service.name and service.instance.id above win over the same keys here. */
+  resourceAttributes?: Record<string, string>;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: the collector's base URL; spans go to `<endpoint>/v1/traces`. */
   otlpEndpoint?: string;
   /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: the full traces URL, used as is (wins over otlpEndpoint). */
@@ -40,7 +48,7 @@ export function otlpTracesUrlOf(endpoint: string): string {
   return `${endpoint.replace(/\/+$/, '')}/v1/traces`;
 }
 
-/** OTEL_EXPORTER_OTLP_HEADERS (`k1=v1,k2=v2`, values URL-encoded) as a record. */
+/** OTEL_EXPORTER_OTLP_HEADERS or OTEL_RESOURCE_ATTRIBUTES (`k1=v1,k2=v2`, values URL-encoded) as a record. */
 export function parseOtlpHeaders(value: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of (value ?? '').split(',')) {
@@ -62,12 +70,17 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
     const exporter = new OTLPTraceExporter({ url, headers: options.otlpHeaders ?? {} });
     processors.push(new BatchSpanProcessor(exporter, { scheduledDelayMillis: options.exportIntervalMs ?? 2000 }));
   }
+  const attributes: Record<string, string> = {
+    ...(options.resourceAttributes ?? {}),
+    'service.name': options.serviceName ?? options.resourceAttributes?.['service.name'] ?? 'orch',
+    ...(options.serviceInstanceId ? { 'service.instance.id': options.serviceInstanceId } : {}),
+  };
+  setMetricsResource(attributes);
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({
-      'service.name': options.serviceName ?? 'orch',
-      ...(options.serviceInstanceId ? { 'service.instance.id': options.serviceInstanceId } : {}),
-    }),
+    resource: resourceFromAttributes(attributes),
     spanProcessors: processors,
+    // Nobody to hand a span to: ids only (see the top of the file).
+    ...(processors.length === 0 ? { sampler: new AlwaysOffSampler() } : {}),
   });
   provider.register();
   let stopping: Promise<void> | undefined;
@@ -95,18 +108,19 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
 }
 
 /**
- * The tracing options the standard OpenTelemetry variables ask for, or undefined when neither
- * OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set (then nothing is installed). The edge
- * passes process.env; OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS and OTEL_BSP_SCHEDULE_DELAY are honoured.
+ * The tracing options the standard OpenTelemetry variables ask for. Spans are exported only when
+ * OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. The edge passes process.env;
+ * OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_HEADERS and OTEL_BSP_SCHEDULE_DELAY are honoured.
  */
-export function telemetryOptionsFromEnv(env: Record<string, string | undefined>, nodeId?: string): TelemetryOptions | undefined {
+export function telemetryOptionsFromEnv(env: Record<string, string | undefined>, nodeId?: string): TelemetryOptions {
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   const tracesUrl = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  if (!endpoint && !tracesUrl) return undefined;
   const delay = Number(env.OTEL_BSP_SCHEDULE_DELAY);
+  const resourceAttributes = parseOtlpHeaders(env.OTEL_RESOURCE_ATTRIBUTES);
   return {
-    serviceName: env.OTEL_SERVICE_NAME?.trim() || 'orch',
+    serviceName: env.OTEL_SERVICE_NAME?.trim() || resourceAttributes['service.name'] || 'orch',
     ...(nodeId ? { serviceInstanceId: nodeId } : {}),
+    ...(Object.keys(resourceAttributes).length > 0 ? { resourceAttributes } : {}),
     ...(endpoint ? { otlpEndpoint: endpoint } : {}),
     ...(tracesUrl ? { otlpTracesUrl: tracesUrl } : {}),
     otlpHeaders: parseOtlpHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),

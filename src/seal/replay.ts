@@ -6,6 +6,7 @@
 // a fixed window (issue 14: a 60 s record let the same envelope through again 62 s later). The cluster's nonce
 // record (src/cluster/capability.ts) keeps the 60 s default: its freshness stamp is signed.
 // Without Redis the database statement in SealService keeps the record (seal_seen_signatures).
+import { trackRedis } from '../observability/clients.ts';
 import { Redis } from 'ioredis';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -23,7 +24,11 @@ export interface ReplayGuard {
 }
 
 export class RedisReplayGuard implements ReplayGuard {
-  private constructor(private readonly redis: Redis) {}
+  private readonly untrack: () => void;
+
+  private constructor(private readonly redis: Redis) {
+    this.untrack = trackRedis(redis, 'seal-replay');
+  }
 
   /** Connects (fails with UNAVAILABLE when Redis does not answer). */
   static async open(url: string, logger?: Logger): Promise<RedisReplayGuard> {
@@ -48,6 +53,7 @@ export class RedisReplayGuard implements ReplayGuard {
   }
 
   async close(): Promise<void> {
+    this.untrack();
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }

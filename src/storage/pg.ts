@@ -1,4 +1,5 @@
 // The Db adapter for PostgreSQL and CockroachDB (same wire protocol) on a pg.Pool.
+import { databaseLabel, trackDbPool } from '../observability/clients.ts';
 import pg from 'pg';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -54,6 +55,8 @@ function clientQueryable(client: pg.PoolClient): Queryable {
 class PgDb implements Db {
   readonly kind = 'pg' as const;
   private closing: Promise<void> | undefined;
+  /** Stops the pool's metrics (src/observability/clients.ts) when the pool ends. */
+  untrack: () => void = () => undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -134,7 +137,7 @@ class PgDb implements Db {
 
   /** Idempotent: shutdown paths may close the same Db more than once. */
   close(): Promise<void> {
-    this.closing ??= this.pool.end();
+    this.closing ??= this.pool.end().finally(() => this.untrack());
     return this.closing;
   }
 }
@@ -153,10 +156,12 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<Db> {
   pool.on('error', (err) => opts.logger?.warn({ err }, 'idle PostgreSQL connection failed'));
   const begin = opts.isolation === 'read committed' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL SERIALIZABLE';
   const raw = new PgDb(pool, begin, opts.retry, opts.logger);
+  raw.untrack = trackDbPool(pool, databaseLabel(url));
   const db = retryingStatements(opts.inject ? opts.inject(raw) : raw, opts.retry);
   try {
     await pool.query('SELECT 1');
   } catch (err) {
+    raw.untrack();
     await pool.end().catch(() => undefined);
     // The message of a pg connection error names host and port, never the password.
     throw new OrchError(Errors.UNAVAILABLE, `cannot connect to the database: ${(err as Error).message}`, {

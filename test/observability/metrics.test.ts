@@ -45,8 +45,10 @@ test('/metrics is Prometheus text and its counters move as an execution and a wo
   if (process.env.OBS_DUMP) console.log(after.text);
   t.is(e.types.get('orch_executions_started_total'), 'counter');
   t.is(valueOf(e, 'orch_executions_started_total', { agent, tenant }), 1);
-  t.is(valueOf(e, 'orch_executions_completed_total', { agent, tenant }), 1);
-  t.is(valueOf(e, 'orch_executions_failed_total', { agent, tenant }), 0);
+  t.is(e.types.get('orch_executions_finished_total'), 'counter');
+  t.is(valueOf(e, 'orch_executions_finished_total', { agent, tenant, status: 'completed' }), 1);
+  t.is(valueOf(e, 'orch_executions_finished_total', { agent, tenant, status: 'failed' }), 0);
+  t.is(valueOf(e, 'orch_executions_completed_total', { agent, tenant }), 0, 'the per-status counters are gone (issue 19)');
   t.is(e.types.get('orch_execution_duration_seconds'), 'histogram');
   t.is(valueOf(e, 'orch_execution_duration_seconds_count', { agent, tenant, status: 'completed' }), 1);
   t.true(valueOf(e, 'orch_execution_duration_seconds_sum', { agent, tenant, status: 'completed' }) > 0);
@@ -54,7 +56,8 @@ test('/metrics is Prometheus text and its counters move as an execution and a wo
   t.is(valueOf(e, 'orch_llm_tokens_total', { agent, tenant, type: 'prompt', model: 'default' }), 2 * USAGE.prompt_tokens);
   t.is(valueOf(e, 'orch_llm_tokens_total', { agent, tenant, type: 'completion', model: 'default' }), 2 * USAGE.completion_tokens);
   t.is(valueOf(e, 'orch_workflows_started_total', { workflow, tenant }), 1);
-  t.is(valueOf(e, 'orch_workflows_completed_total', { workflow, tenant }), 1);
+  t.is(valueOf(e, 'orch_workflows_finished_total', { workflow, tenant, status: 'completed' }), 1);
+  t.is(valueOf(e, 'orch_workflows_finished_total', { workflow, tenant }), 1, 'one terminal status in all');
   t.is(valueOf(e, 'orch_workflow_duration_seconds_count', { workflow, tenant, status: 'completed' }), 1);
   const node = h.node.config.node.id;
   t.is(valueOf(e, 'orch_cluster_node_up', { node, status: 'ACTIVE', role: 'hybrid' }), 1);

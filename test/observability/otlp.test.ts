@@ -66,7 +66,8 @@ test('orch up with OTEL_EXPORTER_OTLP_ENDPOINT exports spans over OTLP http/prot
 
 test('without OTEL_EXPORTER_OTLP_ENDPOINT the edge installs no exporter and nothing is sent', async (t) => {
   const c = await collector(t);
-  t.is(telemetryOptionsFromEnv({}), undefined);
+  t.deepEqual(telemetryOptionsFromEnv({}), { serviceName: 'orch', otlpHeaders: {} }, 'no endpoint: trace context only, nothing exported');
+  t.like(telemetryOptionsFromEnv({ OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment=prod,team=a%2Cb' }), { resourceAttributes: { 'deployment.environment': 'prod', team: 'a,b' } });
   t.like(telemetryOptionsFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: c.url, OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=a%20b,team=obs' }, 'n1'), {
     otlpEndpoint: c.url,
     serviceName: 'orch',
