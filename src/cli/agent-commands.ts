@@ -1,62 +1,16 @@
-// `orch agent deploy|ls|run` (CONTRACT.md). `run` follows the execution's SSE stream live, prints each event and a
-// progress line, and exits non-zero when the execution does not complete.
+// `orch agent deploy|ls|run` (CONTRACT.md). `run` follows the execution's SSE stream live, prints each event (with
+// each iteration's tool calls and durations, execution-events.ts) and a progress line, and exits non-zero when the
+// execution does not complete.
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { ApiClient } from './client.ts';
 import { CliError, printJson, printTable } from './output.ts';
+import { ExecutionPrinter, readSse } from './execution-events.ts';
 
 interface GlobalOpts {
   json?: boolean;
   url?: string;
   token?: string;
-}
-
-type EventJson = Record<string, Record<string, unknown>>;
-
-/** Reads an SSE response and calls `onData` with each `data:` payload parsed as JSON. */
-async function readSse(res: Response, onData: (data: EventJson) => boolean | void): Promise<void> {
-  if (!res.body) throw new CliError('the stream has no body');
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let idx: number;
-    while ((idx = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, idx);
-      buffer = buffer.slice(idx + 2);
-      const data = block
-        .split('\n')
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trimStart())
-        .join('\n');
-      if (data && onData(JSON.parse(data) as EventJson) === true) return;
-    }
-  }
-}
-
-function describe(variant: string, v: Record<string, unknown>): string {
-  switch (variant) {
-    case 'execution_started':
-      return 'execution started';
-    case 'iteration_started':
-      return `iteration ${String(v.iteration_number)} started`;
-    case 'iteration_output':
-      return `  ${String(v.output).trimEnd().split('\n').join('\n  ')}`;
-    case 'iteration_completed':
-      return `iteration ${String(v.iteration_number)} completed`;
-    case 'iteration_failed': {
-      const e = v.error as { error_type?: string; message?: string } | undefined;
-      return `iteration ${String(v.iteration_number)} failed: ${e?.error_type ?? ''} ${e?.message ?? ''}`;
-    }
-    case 'refinement_applied':
-      return `refinement applied after iteration ${String(v.iteration_number)}`;
-    case 'execution_completed':
-      return `completed after ${String(v.total_iterations)} iteration(s):\n${String(v.final_output)}`;
-    case 'execution_failed':
-      return `failed: ${String(v.reason)}`;
-    default:
-      return variant;
-  }
 }
 
 export function registerAgentCommands(program: Command): void {
@@ -101,6 +55,7 @@ export function registerAgentCommands(program: Command): void {
       const res = await api.raw('GET', `/v1/executions/${execution_id}/stream`);
       let ok = false;
       let iteration = 0;
+      const printer = new ExecutionPrinter();
       const started = Date.now();
       const progress = (label: string): void => {
         if (!g.json && process.stderr.isTTY) process.stderr.write(`\r\x1b[2K[${((Date.now() - started) / 1000).toFixed(1)} s] iteration ${iteration}: ${label}`);
@@ -111,7 +66,7 @@ export function registerAgentCommands(program: Command): void {
         if (g.json) process.stdout.write(`${JSON.stringify(ev)}\n`);
         else {
           if (process.stderr.isTTY) process.stderr.write('\r\x1b[2K');
-          process.stdout.write(`${describe(variant, value)}\n`);
+          for (const line of printer.lines(variant, value)) process.stdout.write(`${line}\n`);
           progress(variant);
         }
         if (variant === 'execution_completed') ok = true;

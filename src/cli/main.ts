@@ -13,6 +13,9 @@ import { registerVolumeCommands } from './volume-commands.ts';
 import { registerApprovalCommands, registerWorkflowRunCommands } from './workflow-run-commands.ts';
 import { registerMcpCommand } from './mcp-command.ts';
 import { registerFuseCommand } from './fuse-command.ts';
+import { registerExecutionCommands } from './execution-commands.ts';
+import { packageVersion } from './version.ts';
+import { formatLoad } from './load.ts';
 
 interface GlobalOpts {
   json?: boolean;
@@ -32,6 +35,7 @@ const program = new Command();
 program
   .name('orch')
   .description('orch: run LLM agents and durable workflows, safely, on one laptop or many nodes')
+  .version(packageVersion(), '-V, --version', 'print the version of orch')
   .option('--json', 'print JSON for scripts instead of tables')
   .option('--url <url>', 'orch HTTP address (default ORCH_URL or http://127.0.0.1:8080)')
   .option('--token <token>', 'bearer token (default ORCH_TOKEN)')
@@ -138,6 +142,7 @@ program
   });
 
 registerAgentCommands(program);
+registerExecutionCommands(program);
 registerWorkflowCommands(program);
 registerVolumeCommands(program);
 registerMcpCommand(program);
@@ -154,7 +159,7 @@ node
     const q = opts.status ? `?status=${encodeURIComponent(opts.status)}` : '';
     const res = await client.request<{ nodes: Record<string, unknown>[] }>('GET', `/v1/cluster/nodes${q}`);
     if (g.json) printJson(res);
-    else printTable(res.nodes, ['node_id', 'role', 'status', 'grpc_address', 'load', 'last_heartbeat_at']);
+    else printTable(res.nodes.map((n) => ({ ...n, load: formatLoad(n.load) })), ['node_id', 'role', 'status', 'grpc_address', 'load', 'last_heartbeat_at']);
   });
 node
   .command('drain')

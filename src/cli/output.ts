@@ -21,3 +21,9 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
   process.stdout.write(`${line(columns.map((c) => c.toUpperCase()))}\n`);
   for (const r of rows) process.stdout.write(`${line(columns.map((c) => cell(r[c])))}\n`);
 }
+
+/** A value on one line for people: JSON without spaces, clipped to `max` characters (`…` marks the cut). */
+export function compactJson(value: unknown, max = 200): string {
+  const s = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? 'undefined');
+  return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
+}

@@ -1,9 +1,9 @@
 // `orch workflow run|status|logs|signal|cancel` and `orch approvals ls|approve|reject` (CONTRACT.md) over the
-// workflow run and human-approval routes. `run --wait` follows the run's SSE stream and exits non-zero unless the
-// run completes. The `workflow` group is shared with the definition commands (deploy, ls, ...): found or created.
+// workflow run and human-approval routes. `run --wait` follows the run's SSE stream, prints each state's output
+// (compact) as it completes and the final output, and exits non-zero unless the run completes. The `workflow` group is shared with the definition commands (deploy, ls, ...): found or created.
 import type { Command } from 'commander';
 import { ApiClient } from './client.ts';
-import { CliError, printJson, printTable } from './output.ts';
+import { CliError, compactJson, printJson, printTable } from './output.ts';
 
 interface GlobalOpts {
   json?: boolean;
@@ -18,6 +18,32 @@ function parseJson(text: string | undefined, what: string): unknown {
   } catch (err) {
     throw new CliError(`${what} is not valid JSON: ${(err as Error).message}`);
   }
+}
+
+/**
+ * `  ✓ build (success): {"stdout":"…"}`. The event says how the state ended; its output is the blackboard entry of
+ * the state's name, read from the run (written in the same transaction as the event, so it is there).
+ */
+async function stateLine(api: ApiClient, id: string, p: Record<string, unknown>): Promise<string> {
+  const name = String(p.state_name);
+  const status = String(p.status ?? '');
+  const mark = status === 'success' ? '✓' : '✗';
+  const run = await api.request<{ blackboard?: Record<string, unknown> }>('GET', `/v1/workflows/executions/${encodeURIComponent(id)}`);
+  const out = run.blackboard && name in run.blackboard ? `: ${compactJson(run.blackboard[name])}` : '';
+  return `  ${mark} ${name} (${status})${out}${p.error ? `\n    error: ${String(p.error)}` : ''}`;
+}
+
+function finalOutput(v: unknown): string {
+  if (v === null || v === undefined) return 'final output: none (the workflow has no output_template)';
+  return `final output:\n${typeof v === 'string' ? v : JSON.stringify(v, null, 2)}`;
+}
+
+/** The blackboard for people: one `key: value` line each, values as compact JSON. */
+function blackboardLines(bb: unknown): string[] {
+  if (typeof bb !== 'object' || bb === null) return [];
+  const entries = Object.entries(bb as Record<string, unknown>);
+  if (entries.length === 0) return ['blackboard: (empty)'];
+  return ['blackboard:', ...entries.map(([k, v]) => `  ${k}: ${compactJson(v, 500)}`)];
 }
 
 async function followRun(api: ApiClient, id: string, json: boolean): Promise<string> {
@@ -36,6 +62,8 @@ async function followRun(api: ApiClient, id: string, json: boolean): Promise<str
       const ev = JSON.parse(data) as Record<string, Record<string, unknown>>;
       const [type, p] = Object.entries(ev)[0] ?? ['', {}];
       if (json) process.stdout.write(`${JSON.stringify(ev)}\n`);
+      else if (type === 'WorkflowStateCompleted') process.stdout.write(`${await stateLine(api, id, p)}\n`);
+      else if (type === 'WorkflowExecutionCompleted') process.stdout.write(`completed\n${finalOutput(p.final_output)}\n`);
       else if (type === 'WorkflowStateEntered') process.stdout.write(`→ ${String(p.state_name)} (visit ${String(p.iteration_number)})\n`);
       else if (type === 'WorkflowWaitingForHumanInput') process.stdout.write(`  waiting for human input: ${String(p.prompt)} (approval ${String(p.approval_id)})\n`);
       else if (type.startsWith('WorkflowExecution') && type !== 'WorkflowExecutionStarted') process.stdout.write(`${type.slice('WorkflowExecution'.length).toLowerCase()}${p.reason ? `: ${String(p.reason)}` : ''}\n`);
@@ -86,7 +114,8 @@ export function registerWorkflowRunCommands(program: Command): void {
       else {
         printTable([res], ['execution_id', 'workflow_name', 'status', 'current_state', 'total_transitions', 'last_transition_at']);
         if (res.error) process.stdout.write(`error: ${String(res.error)}\n`);
-        if (res.final_output !== null && res.final_output !== undefined) process.stdout.write(`final_output: ${JSON.stringify(res.final_output)}\n`);
+        for (const line of blackboardLines(res.blackboard)) process.stdout.write(`${line}\n`);
+        if (res.final_output !== null && res.final_output !== undefined) process.stdout.write(`final output: ${JSON.stringify(res.final_output, null, 2)}\n`);
       }
     });
 

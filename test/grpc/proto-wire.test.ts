@@ -99,7 +99,7 @@ test('ExecutionEvent oneof numbers: iteration_completed is 4, execution_failed i
   const completed = ExecutionEvent.encode({
     event: {
       $case: 'iteration_completed',
-      value: { execution_id: 'e', iteration_number: 2, output: 'out', completed_at: 'now' },
+      value: { execution_id: 'e', iteration_number: 2, output: 'out', completed_at: 'now', tool_calls: [] },
     },
   }).finish();
   const [outer] = fields(completed);

@@ -89,6 +89,32 @@ test('every manifest of the invalid suite is 422 naming its field, and none depl
   t.is(await rows(), before, 'no row was written');
 });
 
+// Issue 15 item 10: docs/WORKFLOWS.md promises every problem at once; a state's bad `kind` (a schema error) hid a
+// transition to a state that does not exist (a reference the semantic pass checks) until the kind was fixed.
+test('a bad kind and a bad target in one manifest: both in the one 422', async (t) => {
+  const yaml = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: two-problems, version: 1.0.0 }
+spec:
+  initial_state: strat
+  states:
+    start: { kind: Sytem, command: "echo hi", transitions: [ { target: finish } ] }
+    end: { kind: System, command: "true", transitions: [ { target: nowhere } ] }
+`;
+  const res = await call('POST', '/v1/workflows', { token: alice, json: { manifest_yaml: yaml } });
+  t.is(res.status, 422, res.text);
+  const errors = res.body.errors as { field: string; message: string }[];
+  t.deepEqual(
+    errors.map((e) => e.field).sort(),
+    ['spec.initial_state', 'spec.states.end.transitions[0].target', 'spec.states.start.kind', 'spec.states.start.transitions[0].target'],
+    res.text,
+  );
+  t.true(errors.some((e) => e.field === 'spec.states.start.kind' && /must be one of Agent, System/.test(e.message)));
+  t.true(errors.some((e) => e.field === 'spec.states.end.transitions[0].target' && e.message === 'names no state: "nowhere" is not in spec.states'));
+  t.true(errors.some((e) => e.field === 'spec.initial_state' && e.message.startsWith('names no state: "strat"')));
+  t.is(await rows('two-problems'), 0);
+});
+
 test.serial('deploy (JSON and YAML bodies), 409, force; get latest and ?version; versions', async (t) => {
   const created = await call('POST', '/v1/workflows', { token: alice, json: { manifest_yaml: wf('approve-flow', '1.0.0') } });
   t.is(created.status, 201, created.text);

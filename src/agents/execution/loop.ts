@@ -21,8 +21,9 @@ import type { GatewayRegistry } from './gateway-server.ts';
 import { Journal } from './journal.ts';
 import type { ExecutionRow } from './repo.ts';
 import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
-import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext, type ToolResult } from './tools.ts';
+import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext } from './tools.ts';
 import { validateIteration } from './validate.ts';
+import { summarizeToolCall, type TimedToolResult, type ToolCallSummary } from './tool-summary.ts';
 import { ExecutionVolumes } from './volumes.ts';
 import type { VolumeService } from '../../volumes/service.ts';
 import type { Mount } from './tools.ts';
@@ -284,6 +285,8 @@ export class ExecutionLoop {
   private unregisterCommands: (() => void) | undefined;
   private dispatchSignal: AbortSignal | undefined;
   private dispatchSeq = 0;
+  /** The current iteration's tool calls, announced on its iteration_completed / iteration_failed (tool-summary.ts). */
+  private iterationTools: ToolCallSummary[] = [];
 
   private async dispatch(req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number }): Promise<CmdResult> {
     const channel = this.channel;
@@ -337,6 +340,7 @@ export class ExecutionLoop {
       this.iteration = n;
       this.tel.iteration(n);
       this.dispatchSeq = 0;
+      this.iterationTools = [];
       const itSeconds = m.spec.execution.iteration_timeout;
       const itTimeout = AbortSignal.timeout(itSeconds * 1000);
       const itSignal = anySignal([runSignal, itTimeout]);
@@ -387,7 +391,7 @@ export class ExecutionLoop {
           const before = failedBefore;
           await this.journal.step(`it${n}:memory:store`, 'memory', () => this.remember(memory, before, output, n, suggested));
         }
-        await this.emit('iteration_completed', `iteration_completed:${n}`, { iteration_number: n, output, completed_at: now() });
+        await this.emit('iteration_completed', `iteration_completed:${n}`, { iteration_number: n, output, completed_at: now(), tool_calls: this.iterationTools });
         await this.finish('completed', 'execution_completed', { final_output: output, total_iterations: n, completed_at: now() }, {
           sql: `status = 'completed', final_output = $1, completed_at = now()`,
           params: [output],
@@ -400,6 +404,7 @@ export class ExecutionLoop {
         iteration_number: n,
         error: { error_type: failure.type, message: failure.message },
         failed_at: now(),
+        tool_calls: this.iterationTools,
       });
       if (n < max) {
         let feedback = `Iteration ${n} failed validation:\n${failure.message}\nFix the problem and try again.`;
@@ -511,10 +516,15 @@ export class ExecutionLoop {
               judgeToolCall(this.deps.judge, this.row.tenant_id, this.toolRules, tool, call.arguments),
             )
           : { allowed: true };
-        const result: ToolResult = judged.allowed
-          ? await this.journal.step<ToolResult>(`it${n}:turn${turn}:tool${i}`, 'tool', () => runTool(this.toolCtx!, tool, call.arguments))
+        const result: TimedToolResult = judged.allowed
+          ? await this.journal.step<TimedToolResult>(`it${n}:turn${turn}:tool${i}`, 'tool', async () => {
+              const started = performance.now();
+              const r = await runTool(this.toolCtx!, tool, call.arguments);
+              return { ...r, duration_ms: Math.round(performance.now() - started) };
+            })
           : { ok: false, error: { error: 'ToolCallRejected', message: judged.reason ?? 'rejected by the tool judge' } };
         toolCalls++;
+        this.iterationTools.push(summarizeToolCall(tool, call.arguments, result));
         if (tool === 'cmd.run' && result.ok) {
           const r = result.value as CmdResult;
           lastExitCode = r.exit_code;

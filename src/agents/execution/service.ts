@@ -251,6 +251,13 @@ export class ExecutionService {
     return this.bus.subscribe(executionStream(id), onEvent, { fromSeq, history: this.history });
   }
 
+  /** The seq of the execution's latest recorded event (0: none yet): where a "so far" read of the stream ends. */
+  async lastSeq(tenant: string, id: string): Promise<number> {
+    await this.row(tenant, id);
+    const res = await this.db.query<{ n: number }>('SELECT COALESCE(MAX(seq), 0)::INT4 AS n FROM execution_events WHERE execution_id = $1', [id]);
+    return res.rows[0]?.n ?? 0;
+  }
+
   static isTerminalEvent(e: BusEvent): boolean {
     return TERMINAL_EVENTS.has(e.type);
   }

@@ -28,9 +28,15 @@ function contextOf(body: StartBody | undefined): string | undefined {
   return typeof c === 'string' ? c : JSON.stringify(c);
 }
 
-/** Streams the execution's events as SSE until the terminal event or the client leaves. */
-async function streamSse(service: ExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId?: string): Promise<void> {
+/**
+ * Streams the execution's events as SSE until the terminal event or the client leaves; with `follow` false, only
+ * the events recorded when the request came (`orch execution logs` without --follow), then the stream ends.
+ */
+async function streamSse(service: ExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId: string | undefined, follow: boolean): Promise<void> {
   const from = lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) + 1 : 1;
+  // Validate (404/400) before the 200 goes out.
+  await service.get(tenant, id);
+  const until = follow ? Number.POSITIVE_INFINITY : await service.lastSeq(tenant, id);
   let ended = false;
   const raw = reply.raw;
   let finish: () => void = () => undefined;
@@ -38,16 +44,18 @@ async function streamSse(service: ExecutionService, tenant: string, id: string, 
   const write = (e: BusEvent): void => {
     if (ended) return;
     raw.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(toJsonEvent(e))}\n\n`);
-    if (ExecutionService.isTerminalEvent(e)) {
+    if (ExecutionService.isTerminalEvent(e) || e.seq >= until) {
       ended = true;
       finish();
     }
   };
-  // Validate (404/400) before the 200 goes out.
-  await service.get(tenant, id);
   reply.hijack();
   raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
   raw.write(': stream of execution events\n\n');
+  if (until < from) {
+    ended = true;
+    finish();
+  }
   const sub = await service.follow(tenant, id, write, from);
   const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
   raw.on('close', () => finish());
@@ -97,8 +105,10 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     executions.logs(principalOf(request).tenantId, request.params.id, intParam(request.query.limit, 'limit') ?? 50, intParam(request.query.offset, 'offset') ?? 0),
   );
 
-  app.get<{ Params: { id: string } }>('/v1/executions/:id/stream', async (request, reply) => {
+  app.get<{ Params: { id: string }; Querystring: { follow?: string } }>('/v1/executions/:id/stream', async (request, reply) => {
     const last = request.headers['last-event-id'];
-    await streamSse(executions, principalOf(request).tenantId, request.params.id, reply, Array.isArray(last) ? last[0] : last);
+    const follow = request.query.follow;
+    if (follow !== undefined && follow !== 'true' && follow !== 'false') throw new OrchError(Errors.BAD_REQUEST, 'follow must be true or false');
+    await streamSse(executions, principalOf(request).tenantId, request.params.id, reply, Array.isArray(last) ? last[0] : last, follow !== 'false');
   });
 }

@@ -26,6 +26,7 @@ import type {
   WorkflowState,
 } from './types.ts';
 import { parseWorkflowYaml } from './yaml.ts';
+import { referenceErrors, unknownInitialStateMessage, unknownTargetMessage } from './references.ts';
 
 export type { ParseResult } from './types.ts';
 
@@ -280,7 +281,7 @@ function transitions(c: Checker, st: RawState, field: string, stateNames: Readon
   return st.transitions.map((t, i) => {
     const f = `${field}.transitions[${i}]`;
     const condition: ConditionType = t.condition ?? 'always';
-    if (!stateNames.has(t.target)) c.err(`${f}.target`, `names no state: "${t.target}" is not in spec.states`);
+    if (!stateNames.has(t.target)) c.err(`${f}.target`, unknownTargetMessage(t.target));
     const rule = CONDITION_FIELDS[condition];
     for (const k of rule.required) {
       if (t[k] === undefined) c.err(`${f}.${k}`, `is required for condition ${condition}`);
@@ -450,7 +451,7 @@ function semantic(raw: Raw, c: Checker): WorkflowManifest | undefined {
 
   const stateNames = new Set(Object.keys(spec.states));
   if (!stateNames.has(spec.initial_state)) {
-    c.err('spec.initial_state', `names no state: "${spec.initial_state}" is not in spec.states (states: ${[...stateNames].join(', ')})`);
+    c.err('spec.initial_state', unknownInitialStateMessage(spec.initial_state, stateNames));
   }
   const maxTransitions = spec.max_total_transitions ?? WORKFLOW_DEFAULTS.max_total_transitions;
   if (maxTransitions > WORKFLOW_DEFAULTS.max_total_transitions_ceiling) {
@@ -507,7 +508,12 @@ export function parseWorkflowManifest(input: string | unknown): ParseResult {
     return { ok: false, errors: [{ field: '(root)', message: 'must be a mapping with apiVersion, kind, metadata and spec' }] };
   }
   const validate = validator();
-  if (!validate(value)) return { ok: false, errors: schemaErrors(validate.errors ?? [], patternMessage) };
+  if (!validate(value)) {
+    // Every problem at once: the references between states are checked too, although the semantic pass cannot run.
+    const errors = schemaErrors(validate.errors ?? [], patternMessage);
+    const seen = new Set(errors.map((e) => e.field));
+    return { ok: false, errors: [...errors, ...referenceErrors(value).filter((e) => !seen.has(e.field))] };
+  }
   const c = new Checker();
   const manifest = semantic(structuredClone(value) as Raw, c);
   return manifest ? { ok: true, manifest } : { ok: false, errors: c.errors };

@@ -141,6 +141,8 @@ export interface IterationCompleted {
   /** The iteration's final output. */
   output: string;
   completed_at: string;
+  /** Not in the seed: the tool calls the iteration made, in order (`orch agent run` prints them). */
+  tool_calls: ToolCallSummary[];
 }
 
 export interface IterationFailed {
@@ -148,6 +150,28 @@ export interface IterationFailed {
   iteration_number: number;
   error?: IterationError | undefined;
   failed_at: string;
+  /** Not in the seed: the tool calls the iteration made before it failed, in order. */
+  tool_calls: ToolCallSummary[];
+}
+
+/** One tool call of an iteration (src/agents/execution/tool-summary.ts). */
+export interface ToolCallSummary {
+  /** The tool's catalog name, e.g. cmd.run. */
+  name: string;
+  /** The call's arguments as JSON, clipped to 200 characters. */
+  arguments: string;
+  /** False when the tool answered an error (or the tool judge rejected the call). */
+  ok: boolean;
+  /** How long the tool took when it ran. */
+  duration_ms?:
+    | number
+    | undefined;
+  /** cmd.run: the command's exit code. */
+  exit_code?:
+    | number
+    | undefined;
+  /** A failed call: "<error type>: <message>". */
+  error?: string | undefined;
 }
 
 export interface IterationError {
@@ -1621,7 +1645,7 @@ export const IterationOutput: MessageFns<IterationOutput> = {
 };
 
 function createBaseIterationCompleted(): IterationCompleted {
-  return { execution_id: "", iteration_number: 0, output: "", completed_at: "" };
+  return { execution_id: "", iteration_number: 0, output: "", completed_at: "", tool_calls: [] };
 }
 
 export const IterationCompleted: MessageFns<IterationCompleted> = {
@@ -1637,6 +1661,9 @@ export const IterationCompleted: MessageFns<IterationCompleted> = {
     }
     if (message.completed_at !== "") {
       writer.uint32(34).string(message.completed_at);
+    }
+    for (const v of message.tool_calls) {
+      ToolCallSummary.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1686,6 +1713,14 @@ export const IterationCompleted: MessageFns<IterationCompleted> = {
             message.completed_at = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tool_calls.push(ToolCallSummary.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1716,6 +1751,11 @@ export const IterationCompleted: MessageFns<IterationCompleted> = {
         : isSet(object.completed_at)
         ? globalThis.String(object.completed_at)
         : "",
+      tool_calls: globalThis.Array.isArray(object?.toolCalls)
+        ? object.toolCalls.map((e: any) => ToolCallSummary.fromJSON(e))
+        : globalThis.Array.isArray(object?.tool_calls)
+        ? object.tool_calls.map((e: any) => ToolCallSummary.fromJSON(e))
+        : [],
     };
   },
 
@@ -1733,6 +1773,9 @@ export const IterationCompleted: MessageFns<IterationCompleted> = {
     if (message.completed_at !== "") {
       obj.completedAt = message.completed_at;
     }
+    if (message.tool_calls?.length) {
+      obj.toolCalls = message.tool_calls.map((e) => ToolCallSummary.toJSON(e));
+    }
     return obj;
   },
 
@@ -1745,12 +1788,13 @@ export const IterationCompleted: MessageFns<IterationCompleted> = {
     message.iteration_number = object.iteration_number ?? 0;
     message.output = object.output ?? "";
     message.completed_at = object.completed_at ?? "";
+    message.tool_calls = object.tool_calls?.map((e) => ToolCallSummary.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseIterationFailed(): IterationFailed {
-  return { execution_id: "", iteration_number: 0, error: undefined, failed_at: "" };
+  return { execution_id: "", iteration_number: 0, error: undefined, failed_at: "", tool_calls: [] };
 }
 
 export const IterationFailed: MessageFns<IterationFailed> = {
@@ -1766,6 +1810,9 @@ export const IterationFailed: MessageFns<IterationFailed> = {
     }
     if (message.failed_at !== "") {
       writer.uint32(34).string(message.failed_at);
+    }
+    for (const v of message.tool_calls) {
+      ToolCallSummary.encode(v!, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -1815,6 +1862,14 @@ export const IterationFailed: MessageFns<IterationFailed> = {
             message.failed_at = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.tool_calls.push(ToolCallSummary.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1845,6 +1900,11 @@ export const IterationFailed: MessageFns<IterationFailed> = {
         : isSet(object.failed_at)
         ? globalThis.String(object.failed_at)
         : "",
+      tool_calls: globalThis.Array.isArray(object?.toolCalls)
+        ? object.toolCalls.map((e: any) => ToolCallSummary.fromJSON(e))
+        : globalThis.Array.isArray(object?.tool_calls)
+        ? object.tool_calls.map((e: any) => ToolCallSummary.fromJSON(e))
+        : [],
     };
   },
 
@@ -1862,6 +1922,9 @@ export const IterationFailed: MessageFns<IterationFailed> = {
     if (message.failed_at !== "") {
       obj.failedAt = message.failed_at;
     }
+    if (message.tool_calls?.length) {
+      obj.toolCalls = message.tool_calls.map((e) => ToolCallSummary.toJSON(e));
+    }
     return obj;
   },
 
@@ -1876,6 +1939,164 @@ export const IterationFailed: MessageFns<IterationFailed> = {
       ? IterationError.fromPartial(object.error)
       : undefined;
     message.failed_at = object.failed_at ?? "";
+    message.tool_calls = object.tool_calls?.map((e) => ToolCallSummary.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseToolCallSummary(): ToolCallSummary {
+  return { name: "", arguments: "", ok: false, duration_ms: undefined, exit_code: undefined, error: undefined };
+}
+
+export const ToolCallSummary: MessageFns<ToolCallSummary> = {
+  encode(message: ToolCallSummary, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.arguments !== "") {
+      writer.uint32(18).string(message.arguments);
+    }
+    if (message.ok !== false) {
+      writer.uint32(24).bool(message.ok);
+    }
+    if (message.duration_ms !== undefined) {
+      writer.uint32(32).uint32(message.duration_ms);
+    }
+    if (message.exit_code !== undefined) {
+      writer.uint32(40).int32(message.exit_code);
+    }
+    if (message.error !== undefined) {
+      writer.uint32(50).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolCallSummary {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolCallSummary();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.arguments = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ok = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.duration_ms = reader.uint32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.exit_code = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolCallSummary {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      arguments: isSet(object.arguments) ? globalThis.String(object.arguments) : "",
+      ok: isSet(object.ok) ? globalThis.Boolean(object.ok) : false,
+      duration_ms: isSet(object.durationMs)
+        ? globalThis.Number(object.durationMs)
+        : isSet(object.duration_ms)
+        ? globalThis.Number(object.duration_ms)
+        : undefined,
+      exit_code: isSet(object.exitCode)
+        ? globalThis.Number(object.exitCode)
+        : isSet(object.exit_code)
+        ? globalThis.Number(object.exit_code)
+        : undefined,
+      error: isSet(object.error) ? globalThis.String(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: ToolCallSummary): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.arguments !== "") {
+      obj.arguments = message.arguments;
+    }
+    if (message.ok !== false) {
+      obj.ok = message.ok;
+    }
+    if (message.duration_ms !== undefined) {
+      obj.durationMs = Math.round(message.duration_ms);
+    }
+    if (message.exit_code !== undefined) {
+      obj.exitCode = Math.round(message.exit_code);
+    }
+    if (message.error !== undefined) {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ToolCallSummary>, I>>(base?: I): ToolCallSummary {
+    return ToolCallSummary.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolCallSummary>, I>>(object: I): ToolCallSummary {
+    const message = createBaseToolCallSummary();
+    message.name = object.name ?? "";
+    message.arguments = object.arguments ?? "";
+    message.ok = object.ok ?? false;
+    message.duration_ms = object.duration_ms ?? undefined;
+    message.exit_code = object.exit_code ?? undefined;
+    message.error = object.error ?? undefined;
     return message;
   },
 };

@@ -1,0 +1,25 @@
+// The LOAD column of `orch node ls`: a node's last heartbeat load as people read it, `cpu 12% mem 34% execs 3`
+// (a worker's heartbeat, src/cluster/membership.ts) or `load 0.52 mem 34%` (a controller's or hybrid's own row,
+// src/actors/node-peer/actor.ts), instead of its JSON. Keys it does not know are shown as `key value`.
+
+const KNOWN: Record<string, (v: number) => string> = {
+  cpu_utilization_percent: (v) => `cpu ${Math.round(v)}%`,
+  cpu_load_1m: (v) => `load ${v.toFixed(2)}`,
+  memory_utilization_percent: (v) => `mem ${Math.round(v)}%`,
+  active_execution_count: (v) => `execs ${v}`,
+};
+
+export function formatLoad(load: unknown): string {
+  if (typeof load !== 'object' || load === null || Array.isArray(load)) return '-';
+  const l = load as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const [key, show] of Object.entries(KNOWN)) {
+    const v = l[key];
+    if (typeof v === 'number' && Number.isFinite(v)) parts.push(show(v));
+  }
+  for (const [key, v] of Object.entries(l)) {
+    if (key in KNOWN || v === null || v === undefined) continue;
+    parts.push(`${key} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+  }
+  return parts.length > 0 ? parts.join(' ') : '-';
+}
