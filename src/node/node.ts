@@ -48,6 +48,7 @@ import { startForwarding, type ForwardingCapability } from '../cluster/forwardin
 import { forwardExecutionHandler, routeExecutionHandler } from '../cluster/grpc/routing-handlers.ts';
 import { ExecutionService } from '../agents/execution/service.ts';
 import { EXECUTION_LEASE_MS } from '../agents/capability.ts';
+import { startSeenSignaturePruner } from '../seal/prune.ts';
 import { sandboxUserOf, scratchDirOf, startScratchSweeper, systemStateRuntime, warnIfUnsandboxed } from '../agents/runtime/tenant-sandbox.ts';
 import type { NodeCredentials } from '../cluster/envelope.ts';
 import { WorkflowStorage } from '../workflow/engine/storage.ts';
@@ -307,6 +308,11 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       logger: log,
     });
     cleanups.push(() => seal.close());
+    // The database replay record outlives nothing it protects: rows past their session's expiry go (Redis keys expire).
+    if (!sealReplay) {
+      const stopPrune = startSeenSignaturePruner({ db, logger: log });
+      cleanups.push(async () => stopPrune());
+    }
 
     let shuttingDown = false;
     const cluster = new ClusterService(db, controllerCluster?.membership, () => router.invalidate());

@@ -392,9 +392,11 @@ export class SealService {
     // Database path: the replay record is written only while the execution runs and the session is active, in one
     // statement. When it writes nothing, a second read tells an ended execution (403) from a replay (401).
     const ins = await this.deps.db.query(
-      `INSERT INTO seal_seen_signatures (session_id, signature_hash)
-       SELECT $1, $2 WHERE EXISTS (SELECT 1 FROM executions WHERE id = $3 AND status IN ('pending', 'running'))
-         AND EXISTS (SELECT 1 FROM seal_sessions WHERE session_id = $1 AND status = 'active')
+      // keep_until: the session's expiry (+ a minute of skew); past it the token is refused first (src/seal/prune.ts).
+      `INSERT INTO seal_seen_signatures (session_id, signature_hash, keep_until)
+       SELECT $1, $2, ss.expires_at + INTERVAL '1 minute' FROM seal_sessions ss
+       WHERE ss.session_id = $1 AND ss.status = 'active'
+         AND EXISTS (SELECT 1 FROM executions WHERE id = $3 AND status IN ('pending', 'running'))
        ON CONFLICT (session_id, signature_hash) DO NOTHING`,
       [s.sessionId, hash, s.executionId],
     );
