@@ -7,12 +7,12 @@ import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { buildEnvelope } from '../../src/seal/client.ts';
 import { PRUNE_SEEN_SIGNATURES, pruneSeenSignatures, startSeenSignaturePruner } from '../../src/seal/prune.ts';
-import { fixture } from './harness.ts';
+import { fixture, type Fixture } from './harness.ts';
 
 let offsetMs = 0;
 const clock = () => Date.now() + offsetMs;
 
-const count = async (f: { db: { query<T>(sql: string, p?: unknown[]): Promise<{ rows: T[] }> } }, where = 'true'): Promise<number> =>
+const count = async (f: Fixture, where = 'true'): Promise<number> =>
   (await f.db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM seal_seen_signatures WHERE ${where}`)).rows[0]!.n;
 
 test.serial('a used signature is kept until its session expires (+1 min), refused meanwhile; then pruned, and the envelope is still refused', async (t) => {
