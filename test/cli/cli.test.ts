@@ -77,5 +77,5 @@ test('orch node ls against a dead address fails with one line and a non-zero cod
 test('orch --help lists the commands', async (t) => {
   const res = await runOrch(['--help'], NO_SERVICES);
   t.is(res.code, 0);
-  for (const cmd of ['up', 'token', 'node']) t.regex(res.stdout, new RegExp(`\\b${cmd}\\b`));
+  for (const cmd of ['up', 'token', 'node', 'agent', 'execution', 'workflow', 'approvals']) t.regex(res.stdout, new RegExp(`\\b${cmd}\\b`));
 });
