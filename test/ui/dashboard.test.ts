@@ -68,6 +68,7 @@ test('the dashboard follows an execution and a workflow live, and approves', asy
   const row = page.getByTestId(`exec-${ex.body.execution_id}`);
   await row.waitFor({ timeout: 60_000 });
   await row.click();
+  await page.getByTestId('events-toggle').click();
   await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-status="running"]`).waitFor({ timeout: 60_000 });
   await page.locator(`[data-testid="exec-${ex.body.execution_id}"][data-iteration="2"]`).waitFor({ timeout: 60_000 });
   await page.getByTestId('event-stream').locator('[data-type="refinement_applied"]').first().waitFor({ timeout: 60_000 });

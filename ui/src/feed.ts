@@ -5,11 +5,17 @@
 export type Msg = Record<string, unknown> & { stream?: string; seq?: number; feed?: string };
 export type Status = 'connecting' | 'live' | 'reconnecting' | 'unauthorized';
 
+type Listener = (m: Msg) => void;
+
 interface Stream {
-  onMessage: (m: Msg) => void;
+  listeners: Set<Listener>;
   lastSeq: number | undefined;
   feed: string | undefined;
+  /** Entity streams (`execution:<id>`): the messages so far, replayed to a listener that joins late. */
+  kept: Msg[] | undefined;
 }
+
+const KEEP = 1000;
 
 export class Feed {
   private ws: WebSocket | undefined;
@@ -25,19 +31,27 @@ export class Feed {
     this.connect();
   }
 
-  /** Subscribes (or keeps) a stream; messages of it go to `onMessage`, in order. */
-  subscribe(stream: string, onMessage: (m: Msg) => void): void {
+  /** Adds a listener to a stream (subscribing it on first use); messages go to it in order. A listener joining an
+   * entity stream already followed gets what was kept of it first. */
+  subscribe(stream: string, onMessage: Listener): void {
     const existing = this.streams.get(stream);
     if (existing) {
-      existing.onMessage = onMessage;
+      existing.listeners.add(onMessage);
+      for (const m of existing.kept ?? []) onMessage(m);
       return;
     }
-    this.streams.set(stream, { onMessage, lastSeq: undefined, feed: undefined });
+    this.streams.set(stream, { listeners: new Set([onMessage]), lastSeq: undefined, feed: undefined, kept: stream.includes(':') ? [] : undefined });
     if (this.status === 'live') this.sendSubscribe(stream);
   }
 
-  unsubscribe(stream: string): void {
-    if (!this.streams.delete(stream)) return;
+  /** Removes a listener (all of them when none is named); the last one gone unsubscribes the stream. */
+  unsubscribe(stream: string, onMessage?: Listener): void {
+    const s = this.streams.get(stream);
+    if (!s) return;
+    if (onMessage) s.listeners.delete(onMessage);
+    else s.listeners.clear();
+    if (s.listeners.size > 0) return;
+    this.streams.delete(stream);
     if (this.status === 'live') this.ws?.send(JSON.stringify({ unsubscribe: stream }));
   }
 
@@ -82,7 +96,11 @@ export class Feed {
         s.lastSeq = m.seq;
       }
       if (typeof m.feed === 'string') s.feed = m.feed;
-      s.onMessage(m);
+      if (s.kept) {
+        s.kept.push(m);
+        if (s.kept.length > KEEP) s.kept.splice(0, s.kept.length - KEEP);
+      }
+      for (const l of s.listeners) l(m);
     };
     ws.onclose = (ev) => {
       if (this.stopped) return;
@@ -97,6 +115,7 @@ export class Feed {
   }
 }
 
+/** The /v1 API with the page's token (and only it): the page can do what the token may, nothing more. */
 export async function api<T>(token: string, method: string, url: string, body?: unknown): Promise<T> {
   const res = await fetch(url, {
     method,
@@ -104,7 +123,22 @@ export async function api<T>(token: string, method: string, url: string, body?: 
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const text = await res.text();
-  const parsed = (text ? JSON.parse(text) : {}) as T & { error?: string };
-  if (!res.ok) throw new Error(parsed.error ?? `${res.status}`);
+  let parsed: T & { error?: string };
+  try {
+    parsed = (text ? JSON.parse(text) : {}) as T & { error?: string };
+  } catch {
+    parsed = { error: text.slice(0, 200) } as T & { error?: string };
+  }
+  if (!res.ok) throw new ApiError(res.status, parsed as never);
   return parsed;
+}
+
+/** An API error with its status and body (a 422's list of manifest problems in `details`). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: { error?: string; details?: unknown } & Record<string, unknown>,
+  ) {
+    super(body.error ?? `HTTP ${status}`);
+  }
 }

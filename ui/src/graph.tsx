@@ -101,6 +101,8 @@ export function StateGraph({
       class={`graph ${view ? 'zoomed' : ''}`}
       viewBox={`${v.x} ${v.y} ${v.w} ${v.h}`}
       preserveAspectRatio="xMidYMid meet"
+      // Shrinks to fit a narrow panel, never grows past its natural size (a two-state machine stays readable).
+      style={{ maxWidth: `${width * 1.25}px`, margin: '0 auto' }}
       role="img"
       aria-label="workflow state machine"
       onWheel={(e) => {

@@ -1,55 +1,14 @@
 // The orch dashboard (/ui): live executions, workflows on their state machine, cluster nodes and pending approvals,
-// all from the /v1/ws feed; approve / reject through the HTTP API. Lists are virtualized, so thousands of rows keep
-// the page light.
+// all from the /v1/ws feed; every action through the /v1 API with the token the page was given. Live lists are
+// virtualized; the history lists page through the API, so thousands of rows keep the page light.
 import { render } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, Feed, type Msg, type Status } from './feed.ts';
-import { StateGraph, type Graph } from './graph.tsx';
+import { ApprovalCard, DeployPanel, StartPanel, errorText } from './actions.tsx';
+import { Badge, ExecutionDetail, WorkflowDetail } from './details.tsx';
+import { History } from './history.tsx';
+import { ago, shortId, type Approval, type Execution, type NodeRow, type Selection, type Workflow } from './types.ts';
 import './style.css';
-
-interface Execution {
-  execution_id: string;
-  agent_name: string;
-  agent_version: string;
-  status: string;
-  iteration: number;
-  input: string;
-  reason: string | null;
-  workflow_execution_id: string | null;
-  usage: { prompt_tokens: number; completion_tokens: number };
-  created_at: string;
-  completed_at: string | null;
-}
-interface Workflow {
-  execution_id: string;
-  workflow_name: string;
-  workflow_version: string;
-  status: string;
-  current_state: string | null;
-  total_transitions: number;
-  error: string | null;
-  graph: Graph;
-  created_at: string;
-  completed_at: string | null;
-}
-interface Approval {
-  id: string;
-  execution_id: string;
-  state_name: string;
-  prompt: string;
-  created_at: string;
-  deadline: string | null;
-}
-interface NodeRow {
-  node_id: string;
-  role: string;
-  status: string;
-  load: Record<string, unknown> | null;
-  heartbeat_count: number;
-  last_heartbeat_at: string | null;
-}
-
-type Selection = { kind: 'execution' | 'workflow'; id: string } | undefined;
 
 const ROW = 30;
 
@@ -62,15 +21,6 @@ function takeToken(): string | undefined {
     return token;
   }
   return sessionStorage.getItem('orch.token') ?? undefined;
-}
-
-function ago(iso: string | null): string {
-  if (!iso) return '';
-  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86400)}d`;
 }
 
 /** Applies a list stream's snapshot / upsert / remove messages to a map keyed by `key`. */
@@ -136,47 +86,10 @@ function VirtualList<T>({ items, render: renderRow, testid }: { items: T[]; rend
   );
 }
 
-function Badge({ status }: { status: string }) {
-  return <span class={`badge s-${status}`}>{status.replaceAll('_', ' ')}</span>;
-}
-
-function EventStream({ feed, stream }: { feed: Feed; stream: string }) {
-  const [events, setEvents] = useState<Msg[]>([]);
-  useEffect(() => {
-    const buf: Msg[] = [];
-    let frame = 0;
-    setEvents([]);
-    feed.subscribe(stream, (m) => {
-      buf.push(m);
-      if (buf.length > 500) buf.splice(0, buf.length - 500);
-      if (!frame) frame = requestAnimationFrame(() => ((frame = 0), setEvents([...buf])));
-    });
-    return () => {
-      if (frame) cancelAnimationFrame(frame);
-      feed.unsubscribe(stream);
-    };
-  }, [feed, stream]);
-  return (
-    <div class="events" data-testid="event-stream">
-      {events.length === 0 ? <div class="muted">no events yet</div> : null}
-      {[...events].reverse().map((m) => {
-        const type = Object.keys(m).find((k) => k !== 'stream' && k !== 'seq') ?? '?';
-        const payload = m[type] as Record<string, unknown> | undefined;
-        const detail = payload
-          ? Object.entries(payload)
-              .filter(([k]) => !['execution_id', 'state_name', 'iteration_number'].includes(k) || payload[k] !== null)
-              .filter(([k]) => k !== 'execution_id')
-              .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-              .join(' ')
-          : '';
-        return (
-          <div class="event" data-type={type}>
-            <span class="seq">#{m.seq}</span> <b>{type}</b> <span class="detail">{detail.length > 240 ? `${detail.slice(0, 240)}…` : detail}</span>
-          </div>
-        );
-      })}
-    </div>
-  );
+interface Me {
+  subject: string;
+  roles: string[];
+  tenant_id: string;
 }
 
 function App({ token }: { token: string }) {
@@ -184,22 +97,32 @@ function App({ token }: { token: string }) {
   const [, setTick] = useState(0);
   const data = useRef({ executions: new Map<string, Execution>(), workflows: new Map<string, Workflow>(), approvals: new Map<string, Approval>(), nodes: new Map<string, NodeRow>() });
   const [selection, setSelection] = useState<Selection>();
-  const [filter, setFilter] = useState<'all' | 'active'>('all');
+  const [execTab, setExecTab] = useState<'all' | 'active' | 'history'>('all');
+  const [wfTab, setWfTab] = useState<'live' | 'history'>('live');
+  const [sideTab, setSideTab] = useState<'start' | 'deploy'>('start');
   const [error, setError] = useState<string>();
+  const [me, setMe] = useState<Me>();
+  // Bumped when a list changes, so an open history page re-reads (coalesced to one read a second).
+  const [changes, setChanges] = useState(0);
   // The list streams whose first snapshot has arrived: until all have, the page says "loading", not "live" and zeros.
   const loaded = useRef(new Set<string>());
   const feed = useMemo(() => new Feed(token, setStatus), [token]);
 
   useEffect(() => {
     let frame = 0;
+    let changeTimer: ReturnType<typeof setTimeout> | undefined;
     const bump = (): void => {
       if (!frame) frame = requestAnimationFrame(() => ((frame = 0), setTick((t) => t + 1)));
+    };
+    const changed = (): void => {
+      if (!changeTimer) changeTimer = setTimeout(() => ((changeTimer = undefined), setChanges((c) => c + 1)), 1000);
     };
     const d = data.current;
     const list = (stream: string, map: Map<string, never>, key: string): void =>
       feed.subscribe(stream, (m) => {
         applyList(map, m, key);
         if (Array.isArray(m.snapshot)) loaded.current.add(stream);
+        if (stream === 'executions' || stream === 'workflows') changed();
         bump();
       });
     list('executions', d.executions as never, 'execution_id');
@@ -207,32 +130,33 @@ function App({ token }: { token: string }) {
     list('approvals', d.approvals as never, 'id');
     list('nodes', d.nodes as never, 'node_id');
     const clock = setInterval(bump, 5000);
+    api<Me>(token, 'GET', '/v1/whoami')
+      .then(setMe)
+      .catch(() => undefined);
     return () => {
       clearInterval(clock);
+      if (changeTimer) clearTimeout(changeTimer);
       feed.close();
     };
-  }, [feed]);
+  }, [feed, token]);
 
   const d = data.current;
   const executions = [...d.executions.values()]
-    .filter((e) => filter === 'all' || e.status === 'running' || e.status === 'pending')
+    .filter((e) => execTab !== 'active' || e.status === 'running' || e.status === 'pending')
     .sort((a, b) => b.created_at.localeCompare(a.created_at));
   const workflows = [...d.workflows.values()].sort((a, b) => b.created_at.localeCompare(a.created_at));
   const approvals = [...d.approvals.values()].sort((a, b) => a.created_at.localeCompare(b.created_at));
   const nodes = [...d.nodes.values()].sort((a, b) => a.node_id.localeCompare(b.node_id));
   const running = [...d.executions.values()].filter((e) => e.status === 'running').length;
+  const operator = me?.roles.includes('operator') || me?.roles.includes('admin');
 
-  const decide = async (a: Approval, approve: boolean): Promise<void> => {
+  const drain = async (n: NodeRow): Promise<void> => {
     setError(undefined);
+    if (!window.confirm(`Drain ${n.node_id}? It takes no new work; running executions finish.`)) return;
     try {
-      if (approve) await api(token, 'POST', `/v1/human-approvals/${a.id}/approve`, { approved_by: 'dashboard' });
-      else {
-        const reason = window.prompt(`Reject "${a.prompt}": reason`, 'rejected from the dashboard');
-        if (!reason) return;
-        await api(token, 'POST', `/v1/human-approvals/${a.id}/reject`, { reason, rejected_by: 'dashboard' });
-      }
+      await api(token, 'POST', `/v1/cluster/nodes/${encodeURIComponent(n.node_id)}/drain`, { reason: 'drained from the dashboard' });
     } catch (err) {
-      setError(`${approve ? 'approve' : 'reject'} failed: ${(err as Error).message}`);
+      setError(`drain failed: ${errorText(err)}`);
     }
   };
 
@@ -245,8 +169,37 @@ function App({ token }: { token: string }) {
       </div>
     );
 
-  const selExec = selection?.kind === 'execution' ? d.executions.get(selection.id) : undefined;
-  const selWf = selection?.kind === 'workflow' ? d.workflows.get(selection.id) : undefined;
+  // A selected row may be only in the history (not the live snapshot): fetch it.
+  const [fetched, setFetched] = useState<{ e?: Execution; w?: Workflow }>({});
+  useEffect(() => {
+    if (!selection) return;
+    const have = selection.kind === 'execution' ? d.executions.has(selection.id) : d.workflows.has(selection.id);
+    if (have) return;
+    let alive = true;
+    const url = selection.kind === 'execution' ? `/v1/executions/${selection.id}` : `/v1/workflows/executions/${selection.id}`;
+    api<Execution & Workflow>(token, 'GET', url)
+      .then(async (row) => {
+        if (!alive) return;
+        if (selection.kind === 'execution') return setFetched({ e: row });
+        // A run's detail has no graph: the feed's row shape has it; take the definition's states.
+        const def = await api<{ manifest?: { spec?: { initial_state?: string; states?: Record<string, { kind: string; transitions?: Array<{ target: string; condition?: string }> }> } } }>(
+          token,
+          'GET',
+          `/v1/workflows/${encodeURIComponent(row.workflow_name)}?version=${encodeURIComponent(row.workflow_version)}`,
+        ).catch(() => undefined);
+        const states = Object.entries(def?.manifest?.spec?.states ?? {}).map(([name, s]) => ({
+          name,
+          kind: s.kind,
+          targets: (s.transitions ?? []).map((t) => ({ target: t.target, condition: t.condition ?? 'always' })),
+        }));
+        if (alive) setFetched({ w: { ...row, graph: { initial_state: def?.manifest?.spec?.initial_state ?? null, states } } });
+      })
+      .catch((err: unknown) => alive && setError(`open ${selection.id}: ${errorText(err)}`));
+    return () => void (alive = false);
+  }, [selection, token, changes]);
+
+  const selExec = selection?.kind === 'execution' ? (d.executions.get(selection.id) ?? (fetched.e?.execution_id === selection.id ? fetched.e : undefined)) : undefined;
+  const selWf = selection?.kind === 'workflow' ? (d.workflows.get(selection.id) ?? (fetched.w?.execution_id === selection.id ? fetched.w : undefined)) : undefined;
 
   return (
     <div class="app">
@@ -257,12 +210,21 @@ function App({ token }: { token: string }) {
         </span>
         <span class="stat" data-testid="stats">
           {ready
-            ? `${d.executions.size} executions · ${running} running · ${d.workflows.size} workflows · ${approvals.length} pending approvals · ${nodes.length} nodes`
+            ? `${d.executions.size >= 1000 ? `${d.executions.size}+ recent` : d.executions.size} executions · ${running} running · ${d.workflows.size} workflows · ${approvals.length} pending approvals · ${nodes.length} nodes`
             : status === 'unauthorized'
               ? 'the token was refused'
               : 'loading…'}
         </span>
-        {error ? <span class="error">{error}</span> : null}
+        {me ? (
+          <span class="who muted" data-testid="whoami" title={me.roles.join(', ')}>
+            {me.subject} · {me.tenant_id}
+          </span>
+        ) : null}
+        {error ? (
+          <span class="error" data-testid="page-error">
+            {error}
+          </span>
+        ) : null}
       </header>
       <main>
         <section class="col lists">
@@ -270,113 +232,101 @@ function App({ token }: { token: string }) {
             <div class="panel-head">
               <h2>Executions</h2>
               <div class="tabs">
-                <button class={filter === 'all' ? 'on' : ''} onClick={() => setFilter('all')}>all</button>
-                <button class={filter === 'active' ? 'on' : ''} onClick={() => setFilter('active')}>running</button>
+                <button class={execTab === 'all' ? 'on' : ''} onClick={() => setExecTab('all')}>
+                  all
+                </button>
+                <button class={execTab === 'active' ? 'on' : ''} onClick={() => setExecTab('active')}>
+                  running
+                </button>
+                <button data-testid="exec-history-tab" class={execTab === 'history' ? 'on' : ''} onClick={() => setExecTab('history')}>
+                  history
+                </button>
               </div>
             </div>
-            {loading('executions')}
-            <VirtualList
-              testid="executions"
-              items={executions}
-              render={(e) => (
-                <button
-                  class={`row ${selection?.id === e.execution_id ? 'sel' : ''}`}
-                  data-testid={`exec-${e.execution_id}`}
-                  data-status={e.status}
-                  data-iteration={e.iteration}
-                  onClick={() => setSelection({ kind: 'execution', id: e.execution_id })}
-                >
-                  <Badge status={e.status} />
-                  <span class="name">{e.agent_name}</span>
-                  <span class="iter" title="iteration">it {e.iteration}</span>
-                  <span class="muted">{ago(e.created_at)}</span>
-                </button>
-              )}
-            />
+            {execTab === 'history' ? (
+              <History token={token} kind="execution" selection={selection} onSelect={setSelection} refresh={changes} />
+            ) : (
+              <>
+                {loading('executions')}
+                <VirtualList
+                  testid="executions"
+                  items={executions}
+                  render={(e) => (
+                    <button
+                      class={`row ${selection?.id === e.execution_id ? 'sel' : ''}`}
+                      data-testid={`exec-${e.execution_id}`}
+                      data-status={e.status}
+                      data-iteration={e.iteration}
+                      title={`${e.execution_id} · input: ${e.input}`}
+                      onClick={() => setSelection({ kind: 'execution', id: e.execution_id })}
+                    >
+                      <Badge status={e.status} />
+                      <span class="name">
+                        {e.agent_name} <span class="mono muted">{shortId(e.execution_id)}</span> <span class="input muted">{e.input}</span>
+                      </span>
+                      <span class="iter" title="iteration">
+                        it {e.iteration}
+                      </span>
+                      <span class="muted">{ago(e.created_at)}</span>
+                    </button>
+                  )}
+                />
+              </>
+            )}
           </div>
           <div class="panel grow">
             <div class="panel-head">
               <h2>Workflows</h2>
-            </div>
-            {loading('workflows')}
-            <VirtualList
-              testid="workflows"
-              items={workflows}
-              render={(w) => (
-                <button
-                  class={`row ${selection?.id === w.execution_id ? 'sel' : ''}`}
-                  data-testid={`wf-${w.execution_id}`}
-                  data-status={w.status}
-                  data-state={w.current_state ?? ''}
-                  onClick={() => setSelection({ kind: 'workflow', id: w.execution_id })}
-                >
-                  <Badge status={w.status} />
-                  <span class="name">{w.workflow_name}</span>
-                  <span class="iter">{w.current_state}</span>
-                  <span class="muted">{ago(w.created_at)}</span>
+              <div class="tabs">
+                <button class={wfTab === 'live' ? 'on' : ''} onClick={() => setWfTab('live')}>
+                  live
                 </button>
-              )}
-            />
+                <button data-testid="wf-history-tab" class={wfTab === 'history' ? 'on' : ''} onClick={() => setWfTab('history')}>
+                  history
+                </button>
+              </div>
+            </div>
+            {wfTab === 'history' ? (
+              <History token={token} kind="workflow" selection={selection} onSelect={setSelection} refresh={changes} />
+            ) : (
+              <>
+                {loading('workflows')}
+                <VirtualList
+                  testid="workflows"
+                  items={workflows}
+                  render={(w) => (
+                    <button
+                      class={`row ${selection?.id === w.execution_id ? 'sel' : ''}`}
+                      data-testid={`wf-${w.execution_id}`}
+                      data-status={w.status}
+                      data-state={w.current_state ?? ''}
+                      title={w.execution_id}
+                      onClick={() => setSelection({ kind: 'workflow', id: w.execution_id })}
+                    >
+                      <Badge status={w.status} />
+                      <span class="name">
+                        {w.workflow_name} <span class="mono muted">{shortId(w.execution_id)}</span>
+                      </span>
+                      <span class="iter">{w.current_state}</span>
+                      <span class="muted">{ago(w.created_at)}</span>
+                    </button>
+                  )}
+                />
+              </>
+            )}
           </div>
         </section>
         <section class="col detail panel" data-testid="detail">
           {selExec ? (
-            <>
-              <div class="panel-head">
-                <h2>
-                  {selExec.agent_name} <span class="muted">v{selExec.agent_version}</span>
-                </h2>
-                <Badge status={selExec.status} />
-              </div>
-              <dl class="facts">
-                <dt>execution</dt>
-                <dd class="mono">{selExec.execution_id}</dd>
-                <dt>iteration</dt>
-                <dd data-testid="detail-iteration">{selExec.iteration}</dd>
-                <dt>tokens</dt>
-                <dd>
-                  {selExec.usage.prompt_tokens} in / {selExec.usage.completion_tokens} out
-                </dd>
-                <dt>input</dt>
-                <dd class="clip">{selExec.input}</dd>
-                {selExec.reason ? (
-                  <>
-                    <dt>reason</dt>
-                    <dd class="clip">{selExec.reason}</dd>
-                  </>
-                ) : null}
-              </dl>
-              <h3>Event stream</h3>
-              <EventStream feed={feed} stream={`execution:${selExec.execution_id}`} />
-            </>
+            <ExecutionDetail token={token} feed={feed} e={selExec} onSelect={setSelection} />
           ) : selWf ? (
-            <>
-              <div class="panel-head">
-                <h2>
-                  {selWf.workflow_name} <span class="muted">v{selWf.workflow_version}</span>
-                </h2>
-                <Badge status={selWf.status} />
-              </div>
-              <dl class="facts">
-                <dt>run</dt>
-                <dd class="mono">{selWf.execution_id}</dd>
-                <dt>state</dt>
-                <dd data-testid="detail-state">{selWf.current_state}</dd>
-                <dt>transitions</dt>
-                <dd>{selWf.total_transitions}</dd>
-                {selWf.error ? (
-                  <>
-                    <dt>error</dt>
-                    <dd class="clip">{selWf.error}</dd>
-                  </>
-                ) : null}
-              </dl>
-              <StateGraph key={selWf.execution_id} graph={selWf.graph} current={selWf.current_state} status={selWf.status} />
-              <h3>Event stream</h3>
-              <EventStream feed={feed} stream={`workflow:${selWf.execution_id}`} />
-            </>
+            <WorkflowDetail token={token} feed={feed} w={selWf} onSelect={setSelection} />
+          ) : selection ? (
+            <div class="loading muted">
+              <span class="spinner" /> loading…
+            </div>
           ) : (
-            <div class="empty muted">Select an execution or a workflow to see its event stream{workflows.length ? ' and state machine' : ''}.</div>
+            <div class="empty muted">Select an execution or a workflow to see its timeline{workflows.length ? ' and state machine' : ''}.</div>
           )}
         </section>
         <section class="col side">
@@ -388,23 +338,13 @@ function App({ token }: { token: string }) {
               {loading('approvals')}
               {approvals.length === 0 && loaded.current.has('approvals') ? <div class="muted">nothing waiting</div> : null}
               {approvals.map((a) => (
-                <div class="approval" data-testid={`approval-${a.id}`} data-execution={a.execution_id}>
-                  <div class="prompt">{a.prompt}</div>
-                  <div class="muted small">
-                    {d.workflows.get(a.execution_id)?.workflow_name ?? a.execution_id.slice(0, 8)} · {a.state_name} · {ago(a.created_at)} ago
-                  </div>
-                  <div class="buttons">
-                    <button class="approve" data-testid={`approve-${a.id}`} onClick={() => void decide(a, true)}>
-                      Approve
-                    </button>
-                    <button class="reject" data-testid={`reject-${a.id}`} onClick={() => void decide(a, false)}>
-                      Reject
-                    </button>
-                    <button class="link" onClick={() => setSelection({ kind: 'workflow', id: a.execution_id })}>
-                      show
-                    </button>
-                  </div>
-                </div>
+                <ApprovalCard
+                  key={a.id}
+                  token={token}
+                  a={a}
+                  label={`${d.workflows.get(a.execution_id)?.workflow_name ?? shortId(a.execution_id)} · ${a.state_name} · ${ago(a.created_at)} ago`}
+                  onShow={() => setSelection({ kind: 'workflow', id: a.execution_id })}
+                />
               ))}
             </div>
           </div>
@@ -421,11 +361,12 @@ function App({ token }: { token: string }) {
                   <th>load</th>
                   <th>mem</th>
                   <th>beat</th>
+                  {operator ? <th /> : null}
                 </tr>
               </thead>
               <tbody>
                 {nodes.map((n) => (
-                  <tr data-testid={`node-${n.node_id}`}>
+                  <tr data-testid={`node-${n.node_id}`} data-status={n.status}>
                     <td class="clip" title={`${n.node_id} (${n.role})`}>
                       {n.node_id}
                     </td>
@@ -435,10 +376,32 @@ function App({ token }: { token: string }) {
                     <td>{typeof n.load?.cpu_load_1m === 'number' ? n.load.cpu_load_1m.toFixed(2) : '–'}</td>
                     <td>{typeof n.load?.memory_utilization_percent === 'number' ? `${n.load.memory_utilization_percent}%` : '–'}</td>
                     <td class="muted">{ago(n.last_heartbeat_at)}</td>
+                    {operator ? (
+                      <td>
+                        {n.status === 'ACTIVE' ? (
+                          <button class="link" data-testid={`drain-${n.node_id}`} onClick={() => void drain(n)}>
+                            drain
+                          </button>
+                        ) : null}
+                      </td>
+                    ) : null}
                   </tr>
                 ))}
               </tbody>
             </table>
+          </div>
+          <div class="panel">
+            <div class="panel-head">
+              <div class="tabs">
+                <button data-testid="start-tab" class={sideTab === 'start' ? 'on' : ''} onClick={() => setSideTab('start')}>
+                  start
+                </button>
+                <button data-testid="deploy-tab" class={sideTab === 'deploy' ? 'on' : ''} onClick={() => setSideTab('deploy')}>
+                  deploy
+                </button>
+              </div>
+            </div>
+            {sideTab === 'start' ? <StartPanel token={token} onStarted={setSelection} /> : <DeployPanel token={token} />}
           </div>
         </section>
       </main>

@@ -10,6 +10,7 @@ import type { Db } from '../../storage/db.ts';
 import type { AgentManifest } from '../manifest/types.ts';
 import { EXECUTION_KIND, type ExecutionMessage } from './actor.ts';
 import { appendExecutionEvent, ExecutionHistory, executionStream, readExecutionEvents, TERMINAL_EVENTS } from './events.ts';
+import { readTimeline, type Timeline } from './timeline.ts';
 import * as repo from './repo.ts';
 import type { Teller } from '../../actors/tell.ts';
 
@@ -202,6 +203,12 @@ export class ExecutionService {
     const offset = Math.max(f.offset ?? 0, 0);
     const rows = await repo.listExecutions(this.db, tenant, { agentId: f.agentId, status: f.status, limit, offset });
     return rows.map(view);
+  }
+
+  /** The execution as a timeline of iterations, model turns and tool calls (timeline.ts). */
+  async timeline(tenant: string, id: string): Promise<Timeline> {
+    await this.row(tenant, id);
+    return readTimeline(this.db, id);
   }
 
   /** Cancels a running execution: its actor kills the sandbox at once and records `cancelled`. */

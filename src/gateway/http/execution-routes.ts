@@ -105,6 +105,8 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     executions.logs(principalOf(request).tenantId, request.params.id, intParam(request.query.limit, 'limit') ?? 50, intParam(request.query.offset, 'offset') ?? 0),
   );
 
+  app.get<{ Params: { id: string } }>('/v1/executions/:id/timeline', async (request) => executions.timeline(principalOf(request).tenantId, request.params.id));
+
   app.get<{ Params: { id: string }; Querystring: { follow?: string } }>('/v1/executions/:id/stream', async (request, reply) => {
     const last = request.headers['last-event-id'];
     const follow = request.query.follow;
