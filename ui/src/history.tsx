@@ -98,7 +98,7 @@ export function History({ token, kind, selection, onSelect, refresh }: { token: 
               >
                 <span class={`badge s-${r.status}`}>{r.status.replaceAll('_', ' ')}</span>
                 <span class="name">
-                  {name} <span class="mono muted">{shortId(r.execution_id)}</span>
+                  <span class="agent">{name}</span> <span class="mono muted">{shortId(r.execution_id)}</span>
                   <span class="input muted">{input}</span>
                 </span>
                 <span />

@@ -262,7 +262,7 @@ function App({ token }: { token: string }) {
                     >
                       <Badge status={e.status} />
                       <span class="name">
-                        {e.agent_name} <span class="mono muted">{shortId(e.execution_id)}</span> <span class="input muted">{e.input}</span>
+                        <span class="agent">{e.agent_name}</span> <span class="mono muted">{shortId(e.execution_id)}</span> <span class="input muted">{e.input}</span>
                       </span>
                       <span class="iter" title="iteration">
                         it {e.iteration}
@@ -305,7 +305,7 @@ function App({ token }: { token: string }) {
                     >
                       <Badge status={w.status} />
                       <span class="name">
-                        {w.workflow_name} <span class="mono muted">{shortId(w.execution_id)}</span>
+                        <span class="agent">{w.workflow_name}</span> <span class="mono muted">{shortId(w.execution_id)}</span>
                       </span>
                       <span class="iter">{w.current_state}</span>
                       <span class="muted">{ago(w.created_at)}</span>
