@@ -1,23 +1,43 @@
 # orch: one image for every role (controller, worker, hybrid); the role comes from the node config or ORCH_ROLE.
-# Build: docker build -t orch:latest .      Run: docker compose -f docker-compose.cluster.yml up
-FROM node:20-bookworm-slim
+#   docker build -t orch:latest .        (or podman build; docs/DEPLOY.md)
+#   docker compose -f docker-compose.cluster.yml up
+# BASE_IMAGE: any Debian bookworm image with Node 20 at /usr/local/bin/node and a `node` user (uid 1000). Where no
+# registry is reachable, scripts/build-base-image.sh makes one from Debian's packages and this machine's Node and
+# tags it localhost/node:20-bookworm-slim (pass --build-arg BASE_IMAGE=localhost/node:20-bookworm-slim).
+ARG BASE_IMAGE=node:20-bookworm-slim
 
-# bubblewrap: sandboxed `process` isolation; git: orch.git.* tools; ca-certificates: LLM providers over TLS.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends bubblewrap git ca-certificates tini \
- && rm -rf /var/lib/apt/lists/*
-
+# ---- build: compile src/ to dist/ (scripts/build.mjs); needs the dev dependencies (TypeScript, @types) -----------
+FROM ${BASE_IMAGE} AS build
 WORKDIR /app
-# Dependencies first (cached while only sources change). The sources run through tsx: no build step.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
-COPY bin ./bin
-COPY proto ./proto
+RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
-COPY tsconfig.json ./
-# The PGlite template (npm's postinstall, skipped above): a lone `orch up` without a database starts fast.
-RUN npx tsx scripts/prime-pglite-template.ts && mkdir -p /var/lib/orch && chown node:node /var/lib/orch
+RUN node scripts/build.mjs
+
+# ---- runtime: production dependencies, dist/, the dashboard's ui/dist; no TypeScript, no sources ------------------
+FROM ${BASE_IMAGE}
+# bubblewrap: sandboxed `process` isolation; git: orch.git.* tools; ca-certificates: LLM providers over TLS; tini:
+# PID 1 that forwards signals and reaps. A base image that already has them (build-base-image.sh) needs no network.
+RUN if command -v bwrap && command -v git && command -v tini && [ -f /etc/ssl/certs/ca-certificates.crt ]; then :; else \
+      apt-get update \
+      && apt-get install -y --no-install-recommends bubblewrap git ca-certificates tini \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+
+WORKDIR /app
+# Dependencies first (cached while only sources change).
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY bin ./bin
+COPY proto ./proto
+COPY scripts/prime-pglite-template.mjs ./scripts/
+COPY --from=build /app/dist ./dist
+# The live dashboard (GET /ui) is served from ui/dist (committed, built by `npm run build:ui`).
+COPY ui/dist ./ui/dist
+# The PGlite template (npm's prepare, skipped above): a lone `orch up` without a database starts fast.
+RUN node scripts/prime-pglite-template.mjs && mkdir -p /var/lib/orch && chown node:node /var/lib/orch
 
 USER node
 ENV NODE_ENV=production \

@@ -1,11 +1,16 @@
-// docker-compose.cluster.yml and the Dockerfile, checked for their wiring (no container engine with compose and no
-// CockroachDB image can run here): the services, the three-node CockroachDB cluster and its init job, Redis, two
-// controllers and three workers; ports, environment, depends_on conditions and healthchecks; and every node's
-// NodeConfig, run through orch's real config loader with the environment its service gives it.
+// docker-compose.cluster.yml, its PostgreSQL override and the Dockerfile, checked for their wiring: the services, the
+// three-node CockroachDB cluster and its init job, Redis, two controllers and three workers; ports, environment,
+// depends_on conditions, healthchecks and the workers' sandbox options; every node's NodeConfig (deploy/compose/),
+// run through orch's real config loader with the environment its service gives it; and the override as
+// scripts/compose-flatten.mjs merges it for podman-compose. (No CockroachDB image can run here; the PostgreSQL
+// variant is brought up for real by scripts/compose-smoke.sh.)
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
 import { parse } from 'yaml';
 import { loadNodeConfig } from '../../src/config/load.ts';
 import type { NodeConfig } from '../../src/config/types.ts';
@@ -23,13 +28,15 @@ interface Service {
   healthcheck?: { test: string[]; interval?: string; retries?: number };
   configs?: { source: string; target: string }[];
   volumes?: string[];
+  security_opt?: string[];
+  profiles?: string[];
   hostname?: string;
   restart?: string;
 }
 
 interface Compose {
   services: Record<string, Service>;
-  configs: Record<string, { content: string }>;
+  configs: Record<string, { file: string }>;
   volumes: Record<string, unknown>;
 }
 
@@ -47,12 +54,17 @@ const SAMPLE: Record<string, string> = {
   ORCH_CLUSTER_JOIN_TOKEN: 'c0ffee'.repeat(8),
 };
 
-/** The environment a service's process sees: its `environment` with `${VAR:?msg}` given sample values. */
-function envOf(name: string): Record<string, string> {
+/** `${VAR:?msg}` given sample values, `${VAR:-default}` its default (what Compose does with an unset VAR). */
+function interpolate(v: string): string {
+  return v
+    .replace(/\$\{(\w+):\?[^}]*\}/g, (_m, n: string) => SAMPLE[n] ?? `no sample for ${n}`)
+    .replace(/\$\{(\w+):-([^}]*)\}/g, (_m, _n: string, d: string) => d);
+}
+
+/** The environment a service's process sees. */
+function envOf(name: string, services: Record<string, Service> = S): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(S[name]!.environment ?? {})) {
-    env[k] = String(v).replace(/^\$\{(\w+):\?[^}]*\}$/, (_m, n: string) => SAMPLE[n] ?? `no sample for ${n}`);
-  }
+  for (const [k, v] of Object.entries(services[name]!.environment ?? {})) env[k] = interpolate(String(v));
   return env;
 }
 
@@ -61,15 +73,15 @@ function nodeConfig(name: string): NodeConfig {
   if (!ref) throw new Error(`${name} mounts no config`);
   const cfg = compose.configs[ref.source];
   if (!cfg) throw new Error(`${name}: config ${ref.source} is not defined`);
-  return loadNodeConfig({ text: cfg.content, env: envOf(name), cwd: '/app' });
+  return loadNodeConfig({ text: readFileSync(path.join(ROOT, cfg.file), 'utf8'), env: envOf(name), cwd: '/app' });
 }
 
 function hostPorts(): string[] {
-  return Object.values(S).flatMap((s) => (s.ports ?? []).map((p) => p.split(':')[0]!));
+  return Object.values(S).flatMap((s) => (s.ports ?? []).map((p) => interpolate(p).split(':')[0]!));
 }
 
 test('the services: a three-node CockroachDB cluster with its init job, Redis, two controllers, three workers', (t) => {
-  t.deepEqual(Object.keys(S).sort(), [...CRDB, 'crdb-init', 'redis', ...ORCH].sort());
+  t.deepEqual(Object.keys(S).sort(), [...CRDB, 'db-init', 'redis', ...ORCH].sort());
   for (const v of [...CRDB, ...ORCH]) t.true(v in compose.volumes, `named volume ${v}`);
 });
 
@@ -85,10 +97,9 @@ test('CockroachDB: three nodes joined to each other, readiness healthchecks, an 
     t.true(s.healthcheck?.test.join(' ').includes('/health?ready=1'), `${n} healthcheck waits for readiness`);
     t.true(s.volumes?.some((v) => v.startsWith(`${n}:/cockroach/cockroach-data`)), `${n} keeps its data in a volume`);
   }
-  const init = S['crdb-init']!;
+  const init = S['db-init']!;
   t.is(init.restart, 'no', 'a one-shot job');
-  t.deepEqual(Object.keys(init.depends_on ?? {}).sort(), CRDB);
-  for (const n of CRDB) t.is(init.depends_on?.[n]?.condition, 'service_started', 'init needs the nodes started, not ready (they are ready only after init)');
+  t.is(init.depends_on, undefined, 'it waits for the nodes by itself (an override swaps the database without it)');
   const script = ([] as string[]).concat(init.command ?? []).join('\n');
   t.regex(script, /cockroach init --insecure --host=crdb-1:26257/);
   t.regex(script, /CREATE DATABASE IF NOT EXISTS orch/);
@@ -103,11 +114,10 @@ test('Redis with a healthcheck', (t) => {
 test('orch nodes: built from the Dockerfile, ready-probe healthchecks, started after the database is initialised and ready', (t) => {
   for (const n of ORCH) {
     const s = S[n]!;
-    t.is(s.image, 'orch:latest');
+    t.is(interpolate(s.image ?? ''), 'orch:latest');
     t.is(typeof s.build === 'string' ? s.build : s.build?.context, '.');
     t.true(s.healthcheck?.test.join(' ').includes('http://127.0.0.1:8080/health/ready'), `${n} healthcheck`);
-    t.is(s.depends_on?.['crdb-init']?.condition, 'service_completed_successfully', `${n} waits for crdb-init`);
-    for (const c of CRDB) t.is(s.depends_on?.[c]?.condition, 'service_healthy', `${n} waits for ${c}`);
+    t.is(s.depends_on?.['db-init']?.condition, 'service_completed_successfully', `${n} waits for db-init (the database initialised and serving SQL)`);
     t.is(s.depends_on?.redis?.condition, 'service_healthy', `${n} waits for redis`);
     t.deepEqual(s.command, ['up', '--config', '/etc/orch/node.yaml']);
     t.true(s.volumes?.some((v) => v === `${n}:/var/lib/orch`), `${n} keeps its data dir in a volume`);
@@ -135,9 +145,10 @@ test('environment: each node reaches a CockroachDB node, the orch database and R
 });
 
 test('ports: the controllers publish HTTP and runtime gRPC; no host port is published twice', (t) => {
-  t.true(S['controller-1']!.ports?.includes('8080:8080'));
-  t.true(S['controller-2']!.ports?.includes('8081:8080'));
-  t.true(S['controller-1']!.ports?.includes('50051:50051'));
+  const ports = (n: string): string[] => (S[n]!.ports ?? []).map(interpolate);
+  t.true(ports('controller-1').includes('8080:8080'));
+  t.true(ports('controller-2').includes('8081:8080'));
+  t.true(ports('controller-1').includes('50051:50051'));
   for (const w of WORKERS) t.deepEqual(S[w]!.ports ?? [], [], `${w} is reached on the compose network only`);
   const published = hostPorts();
   t.deepEqual(published, [...new Set(published)], 'no host port collision');
@@ -180,10 +191,16 @@ test('every node config loads through orch\'s config loader: roles, ids, the clu
   t.is(joined.size, 2, 'workers are spread over both controllers (the first in each list)');
 });
 
-test('Dockerfile: node 20, production dependencies, orch as the entrypoint, the three ports, a ready-probe healthcheck, not root', (t) => {
+test('Dockerfile: a Node 20 base (build argument, public default), compiled in a build stage, production dependencies, dist/ and ui/dist, orch as the entrypoint, the three ports, a ready-probe healthcheck, not root', (t) => {
   const df = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
-  t.regex(df, /^FROM node:20[\w.-]*/m);
+  t.regex(df, /^ARG BASE_IMAGE=node:20-bookworm-slim$/m);
+  t.regex(df, /^FROM \$\{BASE_IMAGE\} AS build$/m);
+  t.regex(df, /^RUN node scripts\/build\.mjs$/m);
   t.regex(df, /npm ci --omit=dev/);
+  t.regex(df, /^COPY --from=build \/app\/dist \.\/dist$/m);
+  t.regex(df, /^COPY ui\/dist \.\/ui\/dist$/m, 'the dashboard is in the image (GET /ui answered 503 without it)');
+  const runtime = df.slice(df.lastIndexOf('\nFROM '));
+  t.notRegex(runtime, /^COPY src /m, 'the runtime stage holds no TypeScript sources');
   t.regex(df, /^EXPOSE 8080 50051 50056$/m);
   t.regex(df, /^ENTRYPOINT \[.*"node", "bin\/orch\.js"\]$/m);
   t.regex(df, /^CMD \["up"\]$/m);
@@ -192,4 +209,31 @@ test('Dockerfile: node 20, production dependencies, orch as the entrypoint, the 
   t.regex(df, /ORCH_HTTP_BIND=0\.0\.0\.0/);
   const ignore = readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n');
   t.true(ignore.includes('node_modules') && ignore.includes('.git'), 'the build context leaves node_modules and .git out');
+});
+
+test('workers may make bubblewrap sandboxes in their container (security options); controllers get none', (t) => {
+  for (const w of WORKERS) t.deepEqual(S[w]!.security_opt, ['seccomp=unconfined', 'apparmor=unconfined', 'systempaths=unconfined'], w);
+  for (const c of CONTROLLERS) t.is(S[c]!.security_opt, undefined, c);
+  for (const n of ORCH) t.false(JSON.stringify(S[n]).includes('privileged'), `${n} is not privileged`);
+});
+
+test('the PostgreSQL override, merged for podman-compose: 2 controllers, 2 workers, PostgreSQL, Redis; lists replaced, configs mounted', (t) => {
+  const out = path.join(mkdtempSync(path.join(os.tmpdir(), 'orch-flat-')), 'compose.yml');
+  execFileSync(process.execPath, ['scripts/compose-flatten.mjs', '-f', 'docker-compose.cluster.yml', '-f', 'docker-compose.postgres.yml', '-o', out], { cwd: ROOT });
+  const flat = parse(readFileSync(out, 'utf8')) as Compose;
+  const F = flat.services;
+  t.deepEqual(Object.keys(F).sort(), ['controller-1', 'controller-2', 'db-init', 'postgres', 'redis', 'worker-1', 'worker-2']);
+  t.deepEqual(F['db-init']!.entrypoint, ['/bin/sh', '-c'], 'replaced, not appended to the CockroachDB job');
+  t.is(([] as string[]).concat(F['db-init']!.command ?? []).length, 1);
+  t.regex(String(F['db-init']!.command), /pg_isready -h postgres/);
+  for (const n of ['controller-1', 'controller-2', 'worker-1', 'worker-2']) {
+    t.is(envOf(n, F).DATABASE_URL, 'postgresql://postgres@postgres:5432/orch?sslmode=disable');
+    t.deepEqual(Object.keys(F[n]!.depends_on ?? {}).filter((d) => d.startsWith('crdb')), []);
+    const mount = F[n]!.volumes?.find((v) => v.endsWith(':/etc/orch/node.yaml:ro'));
+    t.truthy(mount, `${n} mounts its node config`);
+    t.true(readFileSync(mount!.split(':')[0]!, 'utf8').includes('kind: NodeConfig'));
+  }
+  t.deepEqual(F['worker-1']!.security_opt, S['worker-1']!.security_opt);
+  t.is(F['redis']!.image, '${ORCH_REDIS_IMAGE:-redis:7-alpine}');
+  t.true(F['postgres']!.volumes?.includes('postgres:/var/lib/postgresql/data'), 'PostgreSQL keeps its data in a volume');
 });

@@ -70,6 +70,8 @@ export interface ScriptedServerOptions<B = ChatRequest> {
   failures?: ScriptedFailure | ScriptedFailure[];
   /** Delay before each scripted answer (ms), or a function of the request. Ends early when the client goes away. */
   delayMs?: number | ((body: B, index: number) => number);
+  /** Address to listen on; default 127.0.0.1 (0.0.0.0 lets containers reach it, scripts/compose-smoke.ts). */
+  host?: string;
 }
 
 export type ScriptedLlmOptions = ScriptedServerOptions<ChatRequest>;
@@ -240,7 +242,7 @@ export async function startScriptedServer<B>(dialect: ScriptedDialect<B>, script
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(0, opts.host ?? '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as { port: number };
   return {
