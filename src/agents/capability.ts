@@ -64,6 +64,8 @@ export async function startAgentsCapability(o: {
   catalog?: ToolCatalog;
   logger: Logger;
   onFirstGenerate?: (executionId: string, at: number) => void;
+  /** An execution of this node ended (completed, failed, cancelled, given up): the node tells the run waiting on it. */
+  onEnded?: (executionId: string) => void;
   /** The node's volumes: spec.volumes of executions become real volumes (src/agents/execution/volumes.ts). */
   volumes?: VolumeService;
   /** The claim an execution row gets (default EXECUTION_LEASE_MS). */
@@ -121,6 +123,7 @@ export async function startAgentsCapability(o: {
     ...(o.judge ? { judge: o.judge } : {}),
     ...(o.cortex ? { cortex: o.cortex } : {}),
     ...(o.onFirstGenerate ? { onFirstGenerate: o.onFirstGenerate } : {}),
+    ...(o.onEnded ? { onEnded: o.onEnded } : {}),
     ...(o.volumes ? { volumes: o.volumes } : {}),
     ...(o.config.fuse ? { fuseAddress: o.config.fuse.address } : {}),
     logger: log,

@@ -52,6 +52,8 @@ export interface ForwardingSettings {
   workerWaitMs?: number;
   /** How often a waiting execution looks for a worker again (default 500 ms). */
   workerPollMs?: number;
+  /** The execution left this controller's hands (ended, or lost to another node): the node wakes the run waiting on it. */
+  onEnded?: (executionId: string) => void;
   logger: Logger;
 }
 
@@ -449,6 +451,8 @@ class ForwardingBehaviour implements Behaviour<ForwardMessage> {
   private finish(): void {
     if (this.stopped) return;
     this.stopped = true;
+    // Usually the end the worker streamed back; a spurious wake (the row moved elsewhere) only makes the run re-read.
+    this.s.onEnded?.(this.actor.key);
     this.stream?.cancel();
     this.stream = undefined;
     this.actor.stop();
@@ -541,6 +545,7 @@ export function startForwarding(settings: ForwardingSettings): ForwardingCapabil
       }
       const outcome = await handleWorkerLost(s, r.id, r.owner_node, s.nodeId, s.leaseMs, s.resume);
       if (outcome === 'rerouted' || outcome === 'resumed') s.actors.spawn(EXECUTION_KIND, r.id);
+      if (outcome === 'failed') s.onEnded?.(r.id);
     }
   };
   return {

@@ -175,6 +175,16 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
           return selfCreds;
         }
       : undefined;
+    // An execution ended here (a hybrid's own, or one a controller forwarded): the workflow run waiting on it (an
+    // Agent state) is told at once, wherever it is held. A worker's ends are told by the controller it streams to.
+    const executionEnded = (id: string): void => {
+      db.query<{ wf: string | null }>('SELECT workflow_execution_id::TEXT AS wf FROM executions WHERE id = $1', [id])
+        .then(async (r) => {
+          const wf = r.rows[0]?.wf;
+          if (wf) await post.tell('workflow', wf, { type: 'wake', topic: `execution:${id}` });
+        })
+        .catch((err: unknown) => log.debug({ err, execution: id }, 'the run waiting on an execution was not told of its end; it re-reads it'));
+    };
     if (selfCredentials) {
       post.setCredentials(selfCredentials);
       // Made now rather than at the first message: the first token may have to create the cluster signing key.
@@ -225,6 +235,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         catalog,
         volumes,
         leaseMs: executionLeaseMs,
+        ...(config.node.role === 'hybrid' ? { onEnded: executionEnded } : {}),
         logger: log,
       });
       kinds.push(agentsCap.kind);
@@ -245,6 +256,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         db, bus, actors, nodeId: config.node.id, router, leaseMs: executionLeaseMs, logger: log,
         ...(config.cluster.worker_wait_seconds !== undefined ? { workerWaitMs: Math.round(config.cluster.worker_wait_seconds * 1000) } : {}),
         credentials: creds,
+        onEnded: executionEnded,
       });
       const fw = forwarding;
       cleanups.push(async () => fw.close());

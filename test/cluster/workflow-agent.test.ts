@@ -1,6 +1,8 @@
 // A workflow on a controller whose Agent state runs on a worker (real processes): the controller's WorkflowActor
 // starts the state's execution through the controller's ExecutionService, which routes and forwards it to the only
-// worker; the run completes with the model's answer, and the execution row says the worker ran it.
+// worker; the run completes with the model's answer, and the execution row says the worker ran it. The execution's end
+// wakes the run at once (issue 18: the controller that relays the worker's stream tells the run; the state re-reads
+// the execution only every 5 s as a safety net): the Agent state completes well under a second after the execution.
 import test from 'ava';
 import { ANSWERER_AGENT, ASKS_WORKFLOW } from '../support/agent-workflow.ts';
 import { eventually } from '../support/node-process.ts';
@@ -41,4 +43,14 @@ test('a workflow on a controller runs its Agent state on a worker', async (t) =>
   );
   t.is(ex.rows.length, 1);
   t.like(ex.rows[0], { owner_node: wid, status: 'completed', final_output: 'forty-two' });
+  const lag = await db.query<{ ms: number }>(
+    `SELECT EXTRACT(EPOCH FROM (min(e.recorded_at) - x.completed_at)) * 1000 AS ms
+     FROM executions x JOIN workflow_events e ON e.execution_id::TEXT = x.workflow_execution_id
+     WHERE x.workflow_execution_id = $1 AND e.type = 'WorkflowStateCompleted' AND e.recorded_at >= x.completed_at
+     GROUP BY x.completed_at`,
+    [run.body.execution_id],
+  );
+  const ms = Number(lag.rows[0]?.ms);
+  t.log(`execution completed → Agent state completed: ${ms.toFixed(1)} ms`);
+  t.true(ms < 1000, `the Agent state completed ${ms} ms after its execution`);
 });

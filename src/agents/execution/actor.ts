@@ -20,6 +20,8 @@ export interface ExecutionActorSettings extends LoopDeps {
   leaseMs: number;
   /** Renews every execution claim of this node in one statement per tick. Absent: each actor renews its own row. */
   renewer?: LeaseRenewer | undefined;
+  /** Called once an execution's terminal state is written here (the node wakes the workflow run waiting on it). */
+  onEnded?: (executionId: string) => void;
 }
 
 class ExecutionBehaviour extends LeasedRowBehaviour<ExecutionRow> {
@@ -32,7 +34,7 @@ class ExecutionBehaviour extends LeasedRowBehaviour<ExecutionRow> {
 
   /** The refinement loop; after a crash or a takeover it resumes from the journal. */
   protected run(claim: RowClaim<ExecutionRow>, signal: AbortSignal): Promise<void> {
-    return new ExecutionLoop(this.s, claim, claim.row).run(signal);
+    return new ExecutionLoop(this.s, claim, claim.row).run(signal).then(() => this.s.onEnded?.(claim.key));
   }
 }
 
@@ -58,6 +60,7 @@ export function executionKind(settings: ExecutionActorSettings): ActorKind<Execu
         });
       });
       if (event) await settings.bus.publish(event).catch(() => undefined);
+      if (event) settings.onEnded?.(key);
       settings.logger.error({ execution: key, reason }, 'execution actor gave up');
     },
   };

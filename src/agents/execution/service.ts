@@ -240,6 +240,9 @@ export class ExecutionService {
       });
     });
     if (event) await this.bus.publish(event);
+    // A workflow run waiting on it (an Agent state) learns the end at once, wherever it is held.
+    // never-rejects: Teller.tell answers an outcome.
+    if (event && row.workflow_execution_id && this.teller) void this.teller.tell('workflow', row.workflow_execution_id, { type: 'wake', topic: `execution:${id}` });
     return { cancelled: true, status: event ? 'cancelled' : 'cancelling' };
   }
 

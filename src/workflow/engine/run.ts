@@ -210,6 +210,7 @@ export class WorkflowRun {
       ancestry: [...(this.row.ancestry ?? []), this.row.workflow_name],
       logger: this.log,
       ...(this.row.intent !== null ? { intent: this.row.intent } : {}),
+      wake: (topic, maxMs, s) => this.deps.wakers.wait(topic, Math.min(maxMs, this.deps.pollMs ?? DEFAULT_POLL_MS), s),
     };
     // A child logger per visit only when a runner logs (most update_blackboard steps never do).
     let stateLog: Logger | undefined;

@@ -61,6 +61,12 @@ export interface StateRunContext {
   logger: Logger;
   /** The run's intent (the caller's), for states whose own `intent` template is absent (Agent). */
   intent?: string;
+  /**
+   * Waits until `topic` is woken on this node (a message to this run: `execution:<id>` when an Agent state's
+   * execution ended, wherever it ran), `maxMs` passes (a safety-net re-read) or `signal` aborts. Absent outside the
+   * engine (runner tests): the runner polls.
+   */
+  wake?: (topic: string, maxMs: number, signal: AbortSignal) => Promise<void>;
 }
 
 export type StateRunner<S extends WorkflowState = WorkflowState> = (state: S, ctx: StateRunContext) => Promise<StateResult>;

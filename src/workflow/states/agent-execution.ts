@@ -45,7 +45,16 @@ export interface AgentRunRequest {
   signal: AbortSignal;
   /** The state's `volumes`, resolved to the workflow's spec.storage volumes (stateVolumes). */
   volumes?: ExtraVolume[] | undefined;
+  /** The engine's wake-up (StateRunContext.wake): the execution's end wakes `execution:<id>`; absent: polled. */
+  wake?: StateRunContext['wake'];
 }
+
+/**
+ * The longest an Agent state waits for its execution's end without re-reading it when wake-ups are on. An execution
+ * ends by many paths (its worker, a lost worker's sweep, a cancel, a supervisor's give-up), each of which tells the
+ * run; this bounds the cost of one that does not (the engine's poll period, spec.workflow.poll_seconds, if shorter).
+ */
+export const AGENT_SAFETY_POLL_MS = 5_000;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -127,14 +136,24 @@ export async function runAgentExecution(deps: AgentExecutionDeps, r: AgentRunReq
     ...(r.intent !== undefined ? { contextJson: JSON.stringify({ intent: r.intent }) } : {}),
     ...(r.volumes && r.volumes.length > 0 ? { volumes: r.volumes } : {}),
   });
+  // The execution's end wakes us; a poll interval the manifest set (a judge's poll_interval_ms) still bounds the wait.
+  const wake = r.wake;
+  const net = r.pollMs ?? AGENT_SAFETY_POLL_MS;
   const pollMs = r.pollMs ?? deps.pollMs ?? 250;
   for (;;) {
-    const view = await svc.get(r.tenantId, r.executionId);
-    if (TERMINAL.has(view.status)) return view;
-    if (r.signal.aborted) {
-      if (!isHandOver(r.signal.reason)) await svc.cancel(r.tenantId, r.executionId).catch(() => undefined);
-      throw r.signal.reason;
+    // Armed before the read: an end told while the row is being read is not lost.
+    const stop = new AbortController();
+    const woken = wake?.(`execution:${r.executionId}`, net, AbortSignal.any([r.signal, stop.signal]));
+    try {
+      const view = await svc.get(r.tenantId, r.executionId);
+      if (TERMINAL.has(view.status)) return view;
+      if (r.signal.aborted) {
+        if (!isHandOver(r.signal.reason)) await svc.cancel(r.tenantId, r.executionId).catch(() => undefined);
+        throw r.signal.reason;
+      }
+      await (woken ?? sleep(pollMs, r.signal));
+    } finally {
+      stop.abort();
     }
-    await sleep(pollMs, r.signal);
   }
 }

@@ -22,6 +22,7 @@ export function agentRunner(deps: AgentExecutionDeps): StateRunner<AgentState> {
       intent: state.intent !== undefined ? ctx.render(state.intent) : ctx.intent,
       signal: ctx.signal,
       volumes,
+      wake: ctx.wake,
     });
     // The next state may mount the same volumes: wait until this execution has unmounted them.
     if (volumes.length > 0 && deps.db && !(await volumesReleased(deps.db, executionId, ctx.signal))) {

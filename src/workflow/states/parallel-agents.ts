@@ -34,6 +34,7 @@ export function parallelAgentsRunner(deps: AgentExecutionDeps): StateRunner<Para
             intent: ctx.intent,
             pollMs: j.poll_interval_ms,
             signal,
+            wake: ctx.wake,
           });
           const text = view.final_output ?? '';
           if (view.status !== 'completed') return { agent_id: agent, weight: j.weight, output: text, error: `execution ${view.status}: ${view.reason ?? ''}` };
