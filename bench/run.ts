@@ -23,6 +23,7 @@ import { benchHeartbeatHandler } from './heartbeat-handler.ts';
 import { benchWsFanout } from './ws-fanout.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
+import { benchTell, benchWaitingRuns } from './tell.ts';
 import { WORKFLOW_LEASE_MS } from '../src/workflow/engine/capability.ts';
 import { benchRouteDecisions, benchWorkerLoss } from './routing.ts';
 import { benchWorkerResume } from './worker-resume.ts';
@@ -213,6 +214,14 @@ if (what === 'controller-failover' || what === 'all') {
   const f = await benchControllerFailover(Math.max(RUNS, 5), lease, 3, (l) => process.stdout.write(`${l}\n`));
   process.stdout.write(`${`controller failover, lease ${lease} s: claim p50 / p99`.padEnd(52)} ${Math.round(pct(f.claimMs, 50))} / ${Math.round(pct(f.claimMs, 99))} ms (${f.claimMs.length} runs)\n`);
   process.stdout.write(`${`controller failover, lease ${lease} s: resumed p50 / p99`.padEnd(52)} ${Math.round(pct(f.resumeMs, 50))} / ${Math.round(pct(f.resumeMs, 99))} ms (${f.resumeMs.length} runs)\n`);
+}
+if (what === 'tell' || what === 'all') {
+  // Issue 18: approval through the other controller → next state, and cancel of an execution on a worker.
+  await benchTell({ approvals: arg('approvals', 100), cancels: arg('cancels', 20) }, (l) => process.stdout.write(`${l}\n`));
+}
+if (what === 'waiting-runs') {
+  // Issue 18: what a run waiting on a Human state costs its controller (RSS, idle CPU); not in `all` (minutes).
+  await benchWaitingRuns(arg('waiting', 5000), arg('idle-seconds', 30), (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'webhooks' || what === 'all') {
   const figures = await benchWebhooks(RUNS, SECONDS, (l) => process.stdout.write(`${l}\n`));
