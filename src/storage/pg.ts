@@ -3,7 +3,8 @@ import { databaseLabel, trackDbPool } from '../observability/clients.ts';
 import pg from 'pg';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
-import { sessionSetup } from './pg-session.ts';
+import { isCockroach } from './migration-guard.ts';
+import { PlanGenerations, type PlanGenerationOptions } from './plan-generations.ts';
 import type { Db, QueryOptions, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { retryingStatements } from './statement-retry.ts';
@@ -33,6 +34,13 @@ export interface PgOptions {
    * test/support/faulty-db.ts sits here, so a fault it raises meets the same retry loops a real one would.
    */
   inject?: (db: Db) => Db;
+  /** The watch that remakes prepared statements' plans as tables grow (plan-generations.ts); false: none. */
+  plans?: PlanGenerationOptions | false;
+}
+
+/** What openPg answers: a Db, and its plan generations (undefined on CockroachDB or when switched off). */
+export interface PgDb extends Db {
+  readonly plans: PlanGenerations | undefined;
 }
 
 function toResult<R extends object>(res: pg.QueryResult): QueryResult<R> {
@@ -52,8 +60,9 @@ function clientQueryable(client: pg.PoolClient): Queryable {
   };
 }
 
-class PgDb implements Db {
+class PgPoolDb implements Db {
   readonly kind = 'pg' as const;
+  plans: PlanGenerations | undefined;
   private closing: Promise<void> | undefined;
   /** Stops the pool's metrics (src/observability/clients.ts) when the pool ends. */
   untrack: () => void = () => undefined;
@@ -137,29 +146,36 @@ class PgDb implements Db {
 
   /** Idempotent: shutdown paths may close the same Db more than once. */
   close(): Promise<void> {
+    this.plans?.stop();
     this.closing ??= this.pool.end().finally(() => this.untrack());
     return this.closing;
   }
 }
 
 /** Opens a pool on `url` and checks that the server answers; fails with UNAVAILABLE when it does not. */
-export async function openPg(url: string, opts: PgOptions = {}): Promise<Db> {
+export async function openPg(url: string, opts: PgOptions = {}): Promise<PgDb> {
   const pool = new pg.Pool({
     connectionString: url,
     max: opts.poolSize ?? 10,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
     types: pgTypes,
-    // Custom plans for prepared statements (pg-session.ts, issue 23), set before a new connection serves anything.
-    onConnect: sessionSetup(opts.logger),
   });
   // An idle client that loses its connection emits on the pool; unhandled, that would kill the process.
   pool.on('error', (err) => opts.logger?.warn({ err }, 'idle PostgreSQL connection failed'));
   const begin = opts.isolation === 'read committed' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL SERIALIZABLE';
-  const raw = new PgDb(pool, begin, opts.retry, opts.logger);
+  const raw = new PgPoolDb(pool, begin, opts.retry, opts.logger);
   raw.untrack = trackDbPool(pool, databaseLabel(url));
+  // Attached before any connection exists, so every connection's plans are tracked from its first statement.
+  const plans = opts.plans === false ? undefined : new PlanGenerations(raw, { logger: opts.logger, ...opts.plans });
+  plans?.attach(pool);
   const db = retryingStatements(opts.inject ? opts.inject(raw) : raw, opts.retry);
   try {
     await pool.query('SELECT 1');
+    // CockroachDB remakes its plans when table statistics change, and has no DISCARD PLANS (plan-generations.ts).
+    if (plans && !(await isCockroach(raw))) {
+      raw.plans = plans;
+      plans.start();
+    }
   } catch (err) {
     raw.untrack();
     await pool.end().catch(() => undefined);
@@ -168,5 +184,5 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<Db> {
       cause: err,
     });
   }
-  return db;
+  return Object.assign(db, { plans: raw.plans });
 }
