@@ -185,16 +185,18 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     const two = minutes[1]?.perSecond ?? 0;
     const last = minutes[minutes.length - 1]?.perSecond ?? 0;
     if (two > 0) out(`last minute / minute two: ${((100 * last) / two).toFixed(0)}% (target >= 90%)`);
-    const stmts = !server ? { rows: [] } : await c.query<{ calls: string; total_ms: number; mean_ms: number; plan_ms: number; rows: string; query: string }>(
-      `SELECT calls::TEXT, round(total_exec_time::NUMERIC, 0)::FLOAT8 AS total_ms, round(mean_exec_time::NUMERIC, 3)::FLOAT8 AS mean_ms, round(mean_plan_time::NUMERIC, 3)::FLOAT8 AS plan_ms, rows::TEXT,
+    // plans: how many times the statement was planned (a cached plan is not); planning per call = total / calls.
+    const stmts = !server ? { rows: [] } : await c.query<{ calls: string; total_ms: number; mean_ms: number; plans: string; plan_ms: number; plan_per_call_ms: number; rows: string; query: string }>(
+      `SELECT calls::TEXT, round(total_exec_time::NUMERIC, 0)::FLOAT8 AS total_ms, round(mean_exec_time::NUMERIC, 3)::FLOAT8 AS mean_ms, plans::TEXT, round(mean_plan_time::NUMERIC, 3)::FLOAT8 AS plan_ms,
+         round((total_plan_time / GREATEST(calls, 1))::NUMERIC, 3)::FLOAT8 AS plan_per_call_ms, rows::TEXT,
          regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query
        FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1) ORDER BY total_exec_time DESC LIMIT 12`,
       [dbName],
     );
     // Planning time is counted only with --pg pg_stat_statements.track_planning=on (0 otherwise).
-    out('| statement (first 110 characters) | calls | total ms | mean ms | mean planning ms | rows |');
-    out('|---|---|---|---|---|---|');
-    for (const s of stmts.rows) out(`| \`${s.query.replace(/\|/g, '\\|')}\` | ${s.calls} | ${s.total_ms} | ${s.mean_ms} | ${s.plan_ms} | ${s.rows} |`);
+    out('| statement (first 110 characters) | calls | total ms | mean ms | times planned | mean planning ms | planning ms per call | rows |');
+    out('|---|---|---|---|---|---|---|---|');
+    for (const s of stmts.rows) out(`| \`${s.query.replace(/\|/g, '\\|')}\` | ${s.calls} | ${s.total_ms} | ${s.mean_ms} | ${s.plans} | ${s.plan_ms} | ${s.plan_per_call_ms} | ${s.rows} |`);
     const tables = await c.query<{ relname: string; seq_scan: string; seq_tup_read: string; idx_scan: string; n_tup_upd: string; n_tup_hot_upd: string; n_live_tup: string; n_dead_tup: string }>(
       `SELECT relname, seq_scan::TEXT, seq_tup_read::TEXT, COALESCE(idx_scan, 0)::TEXT AS idx_scan, n_tup_upd::TEXT, n_tup_hot_upd::TEXT, n_live_tup::TEXT, n_dead_tup::TEXT
        FROM pg_stat_user_tables WHERE relname IN ('workflow_executions', 'workflow_events', 'cluster_nodes', 'stimuli', 'executions') ORDER BY relname`,
