@@ -1,6 +1,7 @@
 // The LOAD column of `orch node ls`: a node's last heartbeat load as people read it, `cpu 12% mem 34% execs 3`
-// (a worker's heartbeat, src/cluster/membership.ts) or `load 0.52 mem 34%` (a controller's or hybrid's own row,
-// src/actors/node-peer/actor.ts), instead of its JSON. Keys it does not know are shown as `key value`.
+// (src/cluster/node-load.ts: a worker's heartbeat and a controller's or hybrid's own row), instead of its JSON.
+// `load 0.52 mem 34%` is the node-peer actor's default (the 1-minute load average), for a row written without a
+// sampler. Keys it does not know are shown as `key value`.
 
 const KNOWN: Record<string, (v: number) => string> = {
   cpu_utilization_percent: (v) => `cpu ${Math.round(v)}%`,

@@ -18,7 +18,8 @@ import { ClusterAuthority, type NonceGuard } from './authority.ts';
 import { Membership, configHash } from './membership.ts';
 import { loadOrCreateNodeKey, type NodeKey } from './node-key.ts';
 import { clusterHandlers, workerClusterHandlers } from './grpc/cluster-handlers.ts';
-import { WorkerMembership, type WorkerLoad } from './worker-membership.ts';
+import { WorkerMembership } from './worker-membership.ts';
+import { nodeLoadSampler } from './node-load.ts';
 import { checkManagedConfig, type ManagedConfig, type SwappableLlmRegistry } from './managed-config.ts';
 
 export interface ControllerCluster {
@@ -78,27 +79,6 @@ export interface WorkerCluster {
   close(): Promise<void>;
 }
 
-/** CPU use of the whole machine between two calls, in percent. */
-function cpuSampler(): () => number {
-  const total = (): { idle: number; all: number } => {
-    let idle = 0;
-    let all = 0;
-    for (const c of os.cpus()) {
-      idle += c.times.idle;
-      all += c.times.idle + c.times.user + c.times.sys + c.times.nice + c.times.irq;
-    }
-    return { idle, all };
-  };
-  let last = total();
-  return () => {
-    const now = total();
-    const all = now.all - last.all;
-    const busy = all - (now.idle - last.idle);
-    last = now;
-    return all > 0 ? Math.round((busy / all) * 1000) / 10 : 0;
-  };
-}
-
 export async function startWorkerCluster(o: {
   config: NodeConfig;
   db: Db;
@@ -117,21 +97,8 @@ export async function startWorkerCluster(o: {
   logger.info({ node_key: Buffer.from(key.publicKey).toString('base64'), join_token: config.cluster.join_token ? 'set' : 'absent' }, 'node key');
   // The worker shares the database, and so the cluster key that verifies a controller's token (PushConfig).
   const authority = new ClusterAuthority({ db, logger });
-  const cpu = cpuSampler();
-  const load = async (): Promise<WorkerLoad> => {
-    const res = await db.query<{ n: string }>(`SELECT count(*)::TEXT AS n FROM executions WHERE owner_node = $1 AND status IN ('pending', 'running')`, [config.node.id]);
-    return {
-      active_execution_count: Number(res.rows[0]?.n ?? 0),
-      cpu_utilization_percent: cpu(),
-      memory_utilization_percent: Math.round((1 - os.freemem() / os.totalmem()) * 1000) / 10,
-    };
-  };
   // The load is read asynchronously and handed to the (synchronous) heartbeat builder.
-  let lastLoad: WorkerLoad = { active_execution_count: 0, cpu_utilization_percent: 0, memory_utilization_percent: 0 };
-  const refreshLoad = (): void => {
-    load().then((l) => (lastLoad = l)).catch((err: unknown) => logger.debug({ err }, 'load sample failed'));
-  };
-  refreshLoad();
+  const load = nodeLoadSampler(db, config.node.id, logger);
   let membership: WorkerMembership | undefined;
   const apply = async (yaml: string, hash: string): Promise<string | undefined> => {
     if (configHash(yaml) !== hash) return 'config_hash is not the SHA-256 of config_yaml';
@@ -177,10 +144,7 @@ export async function startWorkerCluster(o: {
         supported_runtimes: o.runtimes,
         tags: config.node.tags,
       }),
-      load: () => {
-        refreshLoad();
-        return lastLoad;
-      },
+      load,
       applyConfig: apply,
       onShutdown: o.onShutdown,
       logger,

@@ -24,6 +24,7 @@ import { ActorPost } from '../cluster/tell/post.ts';
 import { tellActorHandler } from '../cluster/tell/handler.ts';
 import { EXECUTION_KIND } from '../agents/execution/actor.ts';
 import { ClusterService } from '../cluster/service.ts';
+import { nodeLoadSampler } from '../cluster/node-load.ts';
 import { startControllerCluster, startWorkerCluster, type ControllerCluster, type WorkerCluster } from '../cluster/capability.ts';
 import { SwappableLlmRegistry } from '../cluster/managed-config.ts';
 import { buildHttpApp, registeredRoutes, type RouteInfo } from '../gateway/http/app.ts';
@@ -149,12 +150,16 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     const kinds: ActorKind<ActorMessage>[] = [];
     const heartbeatMs = Math.round(config.cluster.heartbeat_interval_seconds * 1000);
     const executionLeaseMs = config.cluster.execution_lease_seconds ? Math.round(config.cluster.execution_lease_seconds * 1000) : EXECUTION_LEASE_MS;
+    // A worker keeps no cluster_nodes row itself (below), so only controllers and hybrids sample for one.
+    const selfLoad = config.node.role !== 'worker' ? nodeLoadSampler(db, config.node.id, log) : undefined;
     const peerKind = nodePeerKind({
       db,
       bus,
       selfId: config.node.id,
       heartbeatMs,
       missedHeartbeats: config.cluster.missed_heartbeats ?? 3,
+      // The same load a worker reports (executions, CPU, memory): `orch node ls` and `drained` read it.
+      ...(selfLoad ? { load: () => ({ ...selfLoad() }) } : {}),
       logger: log,
     });
     // A worker keeps no cluster_nodes rows itself: it is a member through the cluster protocol (docs/CLUSTER.md).
