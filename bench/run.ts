@@ -30,7 +30,7 @@ import { benchWorkerResume } from './worker-resume.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
 import { loadNodeConfig } from '../src/config/load.ts';
 import { median } from './stats.ts';
-import { benchStartupPaths } from './startup.ts';
+import { benchStartupPaths, type Sample } from './startup.ts';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -120,10 +120,14 @@ async function benchStartup(): Promise<void> {
   const f = await benchStartupPaths(Math.max(RUNS, 5));
   report('orch --help, compiled dist/', f.helpDist, 'ms');
   report('orch --help, sources through tsx', f.helpSource, 'ms');
-  report('fresh PGlite to schema, migrations one by one', f.pgliteOneByOne, 'ms');
-  report('fresh PGlite to schema, from the schema template', f.pgliteSchemaTemplate, 'ms');
-  report('orch up to first /health 200, compiled dist/', f.upDist, 'ms');
-  report('orch up to first /health 200, sources (tsx)', f.upSource, 'ms');
+  const both = (name: string, samples: Sample[]): void => {
+    report(name, samples.map((s) => s.ms), 'ms');
+    report(`  the same, CPU (user + system)`, samples.map((s) => s.cpuMs), 'ms');
+  };
+  both('fresh PGlite to schema, migrations one by one', f.pgliteOneByOne);
+  both('fresh PGlite to schema, from the schema template', f.pgliteSchemaTemplate);
+  both('orch up to first /health 200, compiled dist/', f.upDist);
+  both('orch up to first /health 200, sources (tsx)', f.upSource);
 }
 
 async function benchToolCalls(): Promise<void> {

@@ -3,7 +3,7 @@
 // sources through tsx (ORCH_FROM_SOURCE=1), and a fresh PGlite brought to the schema with the migrations applied one
 // by one vs from the schema template. dist/ must be current (`npm run build:dist`).
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,40 +13,56 @@ import { ORCH_BIN, startOrchNode } from '../test/support/node-process.ts';
 const run = promisify(execFile);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
+/** Wall ms, and CPU ms beside it (less sensitive to a loaded machine). */
+export interface Sample {
+  ms: number;
+  cpuMs: number;
+}
+
 export interface StartupFigures {
   helpDist: number[];
   helpSource: number[];
-  upDist: number[];
-  upSource: number[];
-  pgliteOneByOne: number[];
-  pgliteSchemaTemplate: number[];
+  upDist: Sample[];
+  upSource: Sample[];
+  pgliteOneByOne: Sample[];
+  pgliteSchemaTemplate: Sample[];
 }
 
+/** CPU ms (user + system) a live process has used so far, from /proc (clock ticks of 10 ms). */
+async function cpuOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Wall ms only (Node does not report a child's CPU); `hyperfine -N` gives the CPU of `orch --help`. */
 async function timeHelp(fromSource: boolean): Promise<number> {
   const started = performance.now();
   await run(process.execPath, [ORCH_BIN, '--help'], { env: { ...process.env, ORCH_FROM_SOURCE: fromSource ? '1' : '' } });
   return performance.now() - started;
 }
 
-async function timeUp(fromSource: boolean): Promise<number> {
+async function timeUp(fromSource: boolean): Promise<Sample> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-up-'));
   const started = performance.now();
   const node = await startOrchNode({ ORCH_DATA_DIR: dir, DATABASE_URL: undefined, REDIS_URL: undefined, DOCKER_HOST: undefined, ORCH_FROM_SOURCE: fromSource ? '1' : '' });
   try {
     const res = await fetch(`${node.banner.http}/health`);
     if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
-    return performance.now() - started;
+    const ms = performance.now() - started;
+    return { ms, cpuMs: await cpuOf(node.child.pid!) };
   } finally {
     await node.kill('SIGTERM');
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-async function timePglite(mode: 'one-by-one' | 'schema-template'): Promise<number> {
+async function timePglite(mode: 'one-by-one' | 'schema-template'): Promise<Sample> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-pglite-'));
   try {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(HERE, 'pglite-open.ts'), mode, dir]);
-    return Number(stdout.trim());
+    const [ms, cpuMs] = stdout.trim().split(' ').map(Number);
+    return { ms: ms!, cpuMs: cpuMs! };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

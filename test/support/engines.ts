@@ -7,16 +7,19 @@ import path from 'node:path';
 import type { Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
-import { openPglite } from '../../src/storage/pglite.ts';
+import { openMigratedPglite } from '../../src/storage/open.ts';
 import { createTestDatabase } from './pg.ts';
 
 export type Fresh = () => Promise<{ db: Db; cleanup: () => Promise<void> }>;
 
-/** PGlite in a data dir under a fresh `prefix` directory (not memory://: the cached initdb template makes it cheap). */
+/**
+ * PGlite in a data dir under a fresh `prefix` directory (not memory://: the cached templates make it cheap), with
+ * this build's schema from the schema template (sharedDb's migrate() then finds nothing to do).
+ */
 export function freshPglite(prefix: string): Fresh {
   return async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
-    const db = await openPglite(path.join(dir, 'db'));
+    const db = await openMigratedPglite(path.join(dir, 'db'));
     return {
       db,
       cleanup: async () => {
