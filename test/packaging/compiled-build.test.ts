@@ -41,7 +41,7 @@ async function assertBuildCurrent(t: import('ava').ExecutionContext): Promise<vo
   t.is(state.use, 'dist', `the compiled build is not current (${state.why}): run \`npm run build:dist\` (npm test does)`);
 }
 
-for (const flag of ['--help']) {
+for (const flag of ['--help', '--version']) {
   test(`bin/orch.js ${flag} runs the compiled dist/, not the TypeScript sources`, async (t) => {
     await assertBuildCurrent(t);
     const { trace, env } = await traced(t);
