@@ -5,17 +5,21 @@
 // options, and a clean failure without them. Skipped only where podman is not installed at all.
 import test from 'ava';
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const havePodman = spawnSync('podman', ['--version']).status === 0;
+// A tag of this checkout's own: another checkout building at the same time must not retag the image under test
+// (podman's layer cache is still shared).
+const IMAGE = `localhost/orch:smoke-${createHash('sha256').update(ROOT).digest('hex').slice(0, 12)}`;
 
 (havePodman ? test : test.skip)('scripts/image-smoke.sh: the image builds with podman and every check holds', async (t) => {
   t.timeout(20 * 60_000);
   const out: string[] = [];
   const code = await new Promise<number | null>((resolve, reject) => {
-    const p = spawn('scripts/image-smoke.sh', [], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn('scripts/image-smoke.sh', [], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ORCH_IMAGE: IMAGE } });
     p.stdout.on('data', (b: Buffer) => out.push(b.toString()));
     p.stderr.on('data', (b: Buffer) => out.push(b.toString()));
     p.on('error', reject);
