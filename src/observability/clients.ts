@@ -62,7 +62,9 @@ export function databaseLabel(url: string): string {
 export function trackDbPool(pool: PoolLike, database: string): () => void {
   ensure();
   pools.set(pool, database);
-  return () => void pools.delete(pool);
+  return () => {
+    pools.delete(pool);
+  };
 }
 
 export function trackRedis(client: RedisLike, name: string): () => void {

@@ -194,6 +194,7 @@ test('token-protected cluster RPCs take a SealNodeEnvelope; AttestNode and Chall
     'registerNode',
     'routeExecution',
     'syncConfig',
+    'tellActor',
   ]);
 });
 

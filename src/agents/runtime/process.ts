@@ -463,6 +463,7 @@ export class ProcessRuntime implements ContainerRuntime {
       timer.unref();
       child.stdout?.on('data', output.stdout);
       child.stderr?.on('data', output.stderr);
+      // never-rejects: `closed` only ever resolves (on the child's 'close').
       void closed.then(({ code, signal }) => {
         clearTimeout(timer);
         resolve(output.result(exitCodeOf(code, signal), timedOut, req.timeout_secs));
@@ -498,6 +499,7 @@ export class ProcessRuntime implements ContainerRuntime {
       };
       child.stdout?.on('data', out.push);
       child.stderr?.on('data', err.push);
+      // never-rejects: `closed` only ever resolves (on the child's 'close').
       void closed.then(({ code, signal }) => {
         done();
         resolve({
