@@ -1,5 +1,6 @@
 // Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|hot-updates|observability|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
+import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -226,6 +227,21 @@ if (what === 'tell' || what === 'all') {
 if (what === 'waiting-runs') {
   // Issue 18: what a run waiting on a Human state costs its controller (RSS, idle CPU); not in `all` (minutes).
   await benchWaitingRuns(arg('waiting', 5000), arg('idle-seconds', 30), (l) => process.stdout.write(`${l}\n`));
+}
+if (what === 'rate-limit' || what === 'all') {
+  // Issue 19: the cost of the HTTP rate limits per request (bench/rate-limit.ts).
+  const figures = await benchRateLimit(RUNS, SECONDS, process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', (l) => process.stdout.write(`${l}\n`));
+  const inProcess = await benchRateLimitInProcess(RUNS, 2000, process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  for (const f of inProcess) {
+    report(`in process, limits ${f.variant}: CPU per request`, f.cpuUs, 'µs');
+    report(`in process, limits ${f.variant}: wall per request`, f.wallUs, 'µs');
+  }
+  for (const f of figures) report(`HTTP GET /v1/whoami, rate limits ${f.variant}`, f.reqPerSecond, 'req/s');
+  const off = median(figures[0]!.reqPerSecond);
+  for (const f of figures.slice(1)) {
+    const on = median(f.reqPerSecond);
+    process.stdout.write(`${`  cost per request, ${f.variant} (1/on − 1/off, 50 connections)`.padEnd(52)} ${((1 / on - 1 / off) * 1e6).toFixed(1)} µs of node time; ratio ${(on / off).toFixed(2)}\n`);
+  }
 }
 if (what === 'webhooks' || what === 'all') {
   const figures = await benchWebhooks(RUNS, SECONDS, (l) => process.stdout.write(`${l}\n`));

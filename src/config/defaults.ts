@@ -8,6 +8,16 @@ import type { NodeConfigFile } from './schema.ts';
 import type { NodeConfig } from './types.ts';
 
 export const DEFAULTS = {
+  // 1,000 requests/s per client address, per tenant and per webhook source, over one-minute windows: far above
+  // what one client of the suite or the benchmarks sends (the heaviest, /v1/whoami at ~6,500/s, runs as the
+  // operator from loopback: both exempt), low enough that one tenant cannot take a node's whole capacity.
+  rateLimits: {
+    per_ip: { max: 60_000, window_seconds: 60 },
+    per_tenant: { max: 60_000, window_seconds: 60 },
+    per_webhook_source: { max: 60_000, window_seconds: 60 },
+    exempt_ips: ['127.0.0.1', '::1', '::ffff:127.0.0.1'],
+    exempt_tenants: ['orch-system'],
+  },
   role: 'hybrid',
   httpBind: '127.0.0.1',
   httpPort: 8080,
@@ -107,6 +117,14 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     ...(s.retention ? { retention: { ...s.retention } } : {}),
     ...(s.fuse ? { fuse: { ...s.fuse } } : {}),
     ...(s.metrics ? { metrics: { ...s.metrics } } : {}),
+    rate_limits: {
+      enabled: s.rate_limits?.enabled ?? true,
+      per_ip: { ...DEFAULTS.rateLimits.per_ip, ...s.rate_limits?.per_ip },
+      per_tenant: { ...DEFAULTS.rateLimits.per_tenant, ...s.rate_limits?.per_tenant },
+      per_webhook_source: { ...DEFAULTS.rateLimits.per_webhook_source, ...s.rate_limits?.per_webhook_source },
+      exempt_ips: s.rate_limits?.exempt_ips ?? [...DEFAULTS.rateLimits.exempt_ips],
+      exempt_tenants: s.rate_limits?.exempt_tenants ?? [...DEFAULTS.rateLimits.exempt_tenants],
+    },
   };
   if (s.auth) {
     const { jwks_file, ...rest } = s.auth;

@@ -26,6 +26,9 @@ function obj(properties: Record<string, unknown>, required: string[] = []): Reco
   return { type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) };
 }
 
+/** One limit: at most `max` requests per fixed window of `window_seconds` (docs/CONFIG.md "Rate limits"). */
+const rateLimit = obj({ max: { type: 'integer', minimum: 1, maximum: 100_000_000 }, window_seconds: { type: 'integer', minimum: 1, maximum: 86_400 } });
+
 const capability = obj({ tool: nonEmpty, skip_judge: { type: 'boolean' } }, ['tool']);
 
 const spec = obj({
@@ -165,6 +168,14 @@ const spec = obj({
   }),
   fuse: obj({ address: nonEmpty }, ['address']),
   metrics: obj({ allow_remote: { type: 'boolean' } }),
+  rate_limits: obj({
+    enabled: { type: 'boolean' },
+    per_ip: rateLimit,
+    per_tenant: rateLimit,
+    per_webhook_source: rateLimit,
+    exempt_ips: { type: 'array', items: nonEmpty },
+    exempt_tenants: { type: 'array', items: nonEmpty },
+  }),
 });
 
 export const nodeConfigSchema = obj(
@@ -227,4 +238,12 @@ export interface NodeConfigFileSpec {
   retention?: RetentionConfig;
   fuse?: { address: string };
   metrics?: { allow_remote?: boolean };
+  rate_limits?: {
+    enabled?: boolean;
+    per_ip?: { max?: number; window_seconds?: number };
+    per_tenant?: { max?: number; window_seconds?: number };
+    per_webhook_source?: { max?: number; window_seconds?: number };
+    exempt_ips?: string[];
+    exempt_tenants?: string[];
+  };
 }

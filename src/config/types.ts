@@ -128,6 +128,8 @@ export interface NodeConfig {
   log: { level: LogLevel };
   /** GET /metrics (docs/OBSERVABILITY.md): allow_remote serves peers that are not on loopback too (default false). */
   metrics?: { allow_remote?: boolean };
+  /** HTTP rate limits (docs/CONFIG.md "Rate limits"); filled in by the loader (absent only in hand-made configs: defaults). */
+  rate_limits?: RateLimitsConfig;
   /** Volumes (docs/VOLUMES.md): how often the reaper removes expired ephemeral volumes (default 60 s). */
   volumes?: { reaper_interval_seconds?: number };
   /** History kept in the database (docs/RETENTION.md); absent: everything is kept. */
@@ -150,4 +152,24 @@ export interface RetentionConfig {
   stimuli_hours?: number;
   interval_seconds?: number;
   batch_size?: number;
+}
+
+/** At most `max` requests per fixed window of `window_seconds`. */
+export interface RateLimit {
+  max: number;
+  window_seconds: number;
+}
+
+export interface RateLimitsConfig {
+  enabled: boolean;
+  /** Every request from one client address, before authentication (loopback exempt by default). */
+  per_ip: RateLimit;
+  /** Authenticated /v1 requests of one tenant, on every node together when Redis is configured. */
+  per_tenant: RateLimit;
+  /** POST /v1/webhooks/{source}, per source. */
+  per_webhook_source: RateLimit;
+  /** Client addresses per_ip does not apply to. Default 127.0.0.1, ::1, ::ffff:127.0.0.1. */
+  exempt_ips: string[];
+  /** Tenants per_tenant does not apply to. Default orch-system (the operators' own tenant). */
+  exempt_tenants: string[];
 }

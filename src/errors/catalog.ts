@@ -20,6 +20,7 @@ export const Errors = {
   NOT_FOUND: spec('not_found', 404, GrpcStatus.NOT_FOUND),
   CONFLICT: spec('conflict', 409, GrpcStatus.ALREADY_EXISTS),
   RESOURCE_EXHAUSTED: spec('resource_exhausted', 429, GrpcStatus.RESOURCE_EXHAUSTED),
+  RATE_LIMITED: spec('rate_limited', 429, GrpcStatus.RESOURCE_EXHAUSTED),
   NOT_IMPLEMENTED: spec('not_implemented', 501, GrpcStatus.UNIMPLEMENTED),
   UNAVAILABLE: spec('unavailable', 503, GrpcStatus.UNAVAILABLE),
   INTERNAL: spec('internal', 500, GrpcStatus.INTERNAL),

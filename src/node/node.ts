@@ -351,6 +351,8 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       billing: new BillingService(db, config.billing, log),
       bus,
       metricsAllowRemote: config.metrics?.allow_remote === true,
+      ...(config.rate_limits ? { rateLimits: config.rate_limits } : {}),
+      ...(config.redis.url ? { redisUrl: config.redis.url } : {}),
     });
     await app.listen({ host: config.http.bind, port: config.http.port });
     cleanups.push(() => app.close());

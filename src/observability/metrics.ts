@@ -64,6 +64,8 @@ export class OrchMetrics {
   readonly clusterNodeUp: ObservableGauge;
   readonly httpRequestDuration: Histogram;
   readonly grpcRequestDuration: Histogram;
+  /** Requests answered 429 by a rate limit; scope: ip|tenant|webhook (src/gateway/http/rate-limit.ts). */
+  readonly rateLimited: Counter;
 
   constructor(private readonly meter: Meter) {
     const counter = (name: string, description: string): Counter => meter.createCounter(name, { description });
@@ -91,6 +93,7 @@ export class OrchMetrics {
     this.clusterNodes = meter.createObservableGauge('orch_cluster_nodes', { description: 'Cluster nodes by status' });
     this.clusterNodeUp = meter.createObservableGauge('orch_cluster_node_up', { description: '1 for each cluster node, labelled with its role and status' });
     this.httpRequestDuration = seconds('orch_http_request_duration_seconds', 'HTTP request duration by method, route pattern and status code', REQUEST_BUCKETS);
+    this.rateLimited = counter('orch_http_rate_limited', 'Requests refused with 429 by a rate limit, by scope (ip, tenant, webhook)');
     this.grpcRequestDuration = seconds('orch_grpc_request_duration_seconds', 'gRPC call duration by full method and status code name', REQUEST_BUCKETS);
   }
 

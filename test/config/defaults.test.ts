@@ -24,6 +24,14 @@ function expectedDefaults(): NodeConfig {
     stimuli: { routes: [], classification_threshold: 0.7 },
     dataDir: path.join(cwd, '.orch/data'),
     log: { level: 'info' },
+    rate_limits: {
+      enabled: true,
+      per_ip: { max: 60_000, window_seconds: 60 },
+      per_tenant: { max: 60_000, window_seconds: 60 },
+      per_webhook_source: { max: 60_000, window_seconds: 60 },
+      exempt_ips: ['127.0.0.1', '::1', '::ffff:127.0.0.1'],
+      exempt_tenants: ['orch-system'],
+    },
   };
 }
 

@@ -38,6 +38,9 @@ import { registerStimulusRoutes } from './stimulus-routes.ts';
 import type { BillingService } from '../../billing/service.ts';
 import { registerBillingRoutes } from './billing-routes.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
+import { installRateLimits } from './rate-limit.ts';
+import { registerOpenApi } from './openapi.ts';
+import type { RateLimitsConfig } from '../../config/types.ts';
 import { installHttpTracing } from '../../observability/http.ts';
 import { orchMetrics } from '../../observability/metrics.ts';
 
@@ -76,6 +79,10 @@ export interface HttpDeps {
 export interface HttpDeps {
   /** GET /metrics answers peers that are not on loopback too (config spec.metrics.allow_remote). Default false. */
   metricsAllowRemote?: boolean;
+  /** HTTP rate limits (config spec.rate_limits); absent: none (tests of other parts). */
+  rateLimits?: RateLimitsConfig;
+  /** Redis for cluster-wide rate-limit counters; absent: per node, in memory. */
+  redisUrl?: string;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -108,6 +115,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     bodyLimit: 8 * 1024 * 1024,
   });
+  // First: the OpenAPI generator sees every route registered after it (openapi.ts).
+  await registerOpenApi(app);
   const routes: RouteInfo[] = [];
   routeLists.set(app, routes);
   app.addHook('onRoute', (r) => {
@@ -125,7 +134,10 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   });
   installErrorHandling(app);
   installInputGuard(app);
+  // Per-IP limit before auth, per-tenant and per-webhook-source after it (rate-limit.ts).
+  const limits = deps.rateLimits ? await installRateLimits(app, { config: deps.rateLimits, logger: deps.logger, ...(deps.redisUrl ? { redisUrl: deps.redisUrl } : {}) }) : undefined;
   installAuth(app, deps.authenticator);
+  limits?.afterAuth();
   registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown, ...(deps.bus ? { bus: deps.bus } : {}) });
   registerMetricsRoute(app, { allowRemote: deps.metricsAllowRemote === true });
   registerIdentityRoutes(app);

@@ -26,7 +26,8 @@ export async function registerDashboard(app: FastifyInstance, dir = DEFAULT_UI_D
       if (reply.statusCode < 400) reply.header('cache-control', cacheControlFor(request.url));
       return payload;
     });
-    await scope.register(fastifyStatic, { root: dir, prefix: '/ui/', index: ['index.html'], cacheControl: false });
+    // schemaHide false: the dashboard's files are listed in /openapi.json like every other route (openapi.ts).
+    await scope.register(fastifyStatic, { root: dir, prefix: '/ui/', index: ['index.html'], cacheControl: false, schemaHide: false });
   });
   app.get('/ui', async (_request, reply) => reply.redirect('/ui/', 302));
   // Browsers ask for /favicon.ico at the root whatever the page links; the built dashboard carries one (ui/public).

@@ -7,6 +7,7 @@ import { toJsonEvent } from '../../agents/execution/events.ts';
 import { ExecutionService } from '../../agents/execution/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
+import { ExecutionListQuery, IdParams, PageQuery } from './route-schemas.ts';
 
 interface StartBody {
   agent_id?: unknown;
@@ -78,7 +79,7 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     return executions.start({ tenant: p.tenantId, agentId: request.params.id, input: inputOf(request.body), contextJson: contextOf(request.body) });
   });
 
-  app.get<{ Querystring: { agent_id?: string; status?: string; limit?: string; offset?: string } }>('/v1/executions', async (request) => {
+  app.get<{ Querystring: ExecutionListQuery }>('/v1/executions', { schema: { querystring: ExecutionListQuery } }, async (request) => {
     const p = principalOf(request);
     const q = request.query;
     const limit = intParam(q.limit, 'limit');
@@ -92,7 +93,7 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     return { executions: list };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/executions/:id', async (request) => executions.get(principalOf(request).tenantId, request.params.id));
+  app.get<{ Params: IdParams }>('/v1/executions/:id', { schema: { params: IdParams } }, async (request) => executions.get(principalOf(request).tenantId, request.params.id));
 
   app.post<{ Params: { id: string } }>('/v1/executions/:id/cancel', async (request) => executions.cancel(principalOf(request).tenantId, request.params.id));
 
@@ -101,7 +102,7 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     return { removed: true };
   });
 
-  app.get<{ Params: { id: string }; Querystring: { limit?: string; offset?: string } }>('/v1/executions/:id/logs', async (request) =>
+  app.get<{ Params: IdParams; Querystring: PageQuery }>('/v1/executions/:id/logs', { schema: { params: IdParams, querystring: PageQuery } }, async (request) =>
     executions.logs(principalOf(request).tenantId, request.params.id, intParam(request.query.limit, 'limit') ?? 50, intParam(request.query.offset, 'offset') ?? 0),
   );
 

@@ -1,5 +1,6 @@
 // Workflow runs over HTTP (seed 000 and CONTRACT.md): run, list, detail, signal, cancel, remove, paged logs and the
 // live event stream as Server-Sent Events. All of it is WorkflowExecutionService; this file only translates.
+import { IdParams, PageQuery, WorkflowRunListQuery } from './route-schemas.ts';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { BusEvent } from '../../bus/bus.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
@@ -60,7 +61,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     return reply.status(201).send(out);
   });
 
-  app.get<{ Querystring: { workflow_id?: string; status?: string; limit?: string; offset?: string } }>('/v1/workflows/executions', async (request) => {
+  app.get<{ Querystring: WorkflowRunListQuery }>('/v1/workflows/executions', { schema: { querystring: WorkflowRunListQuery } }, async (request) => {
     const q = request.query;
     const limit = intParam(q.limit, 'limit');
     const offset = intParam(q.offset, 'offset');
@@ -73,7 +74,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     return { executions, count: executions.length };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/workflows/executions/:id', async (request) => runs.get(principalOf(request).tenantId, request.params.id));
+  app.get<{ Params: IdParams }>('/v1/workflows/executions/:id', { schema: { params: IdParams } }, async (request) => runs.get(principalOf(request).tenantId, request.params.id));
 
   app.post<{ Params: { id: string }; Body: { response?: unknown } }>('/v1/workflows/executions/:id/signal', async (request) => {
     const p = principalOf(request);
@@ -94,7 +95,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     return { removed: true, execution_id: request.params.id };
   });
 
-  app.get<{ Params: { id: string }; Querystring: { limit?: string; offset?: string } }>('/v1/workflows/executions/:id/logs', async (request) => {
+  app.get<{ Params: IdParams; Querystring: PageQuery }>('/v1/workflows/executions/:id/logs', { schema: { params: IdParams, querystring: PageQuery } }, async (request) => {
     const out = await runs.logs(
       principalOf(request).tenantId,
       request.params.id,

@@ -84,6 +84,16 @@ function encoded(e: BusEvent): Buffer {
 export async function registerWsFeed(app: FastifyInstance, o: WsFeedOptions): Promise<void> {
   const maxBuffered = o.maxBufferedBytes ?? 4 * 1024 * 1024;
   await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  // @fastify/websocket hides its routes from the OpenAPI document; the feed is part of the API (openapi.ts), so
+  // it is shown again, described as the upgrade it is.
+  app.addHook('onRoute', (route) => {
+    if (route.url !== '/v1/ws' || !route.schema) return;
+    Object.assign(route.schema, {
+      hide: false,
+      summary: 'Live feed (WebSocket upgrade)',
+      description: 'Upgrade to a WebSocket; send {"subscribe": "executions" | "workflows" | "nodes" | "approvals" | "execution:<id>" | "workflow:<id>"} and receive one JSON event per message (CONTRACT.md). A browser may send the bearer token as its first message.',
+    });
+  });
   app.get('/v1/ws', { websocket: true }, (socket: WebSocket, request) => {
     sockets += 1;
     let principal: Principal | undefined = request.principal;

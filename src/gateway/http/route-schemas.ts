@@ -1,0 +1,112 @@
+// Route schemas (TypeBox: one definition gives the JSON Schema fastify validates with, the OpenAPI schema and the
+// TypeScript type) and the documented answers of the seed routes of CONTRACT.md "HTTP routes the seeds leave open".
+// Validation failures answer 400 in the usual error body naming the field (`querystring/limit must be string`).
+// Integer query parameters stay strings in the schema: intParam (query-params.ts) reads them as decimal digits only
+// (ajv's coercion would take `0x10` and `1e3` as numbers), and answers 400 naming the parameter and its range.
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { MAX_OFFSET } from './query-params.ts';
+
+const intString = (description: string) => Type.String({ description: `${description}: decimal digits, 0 to ${MAX_OFFSET}` });
+
+export const IdParams = Type.Object({ id: Type.String({ description: 'A UUID (agents also take a name)' }) });
+export type IdParams = Static<typeof IdParams>;
+
+export const NameParams = Type.Object({ name: Type.String({ description: 'The workflow name' }) });
+export type NameParams = Static<typeof NameParams>;
+
+export const PageQuery = Type.Object({
+  limit: Type.Optional(intString('Page size (default 50, at most 200 for logs)')),
+  offset: Type.Optional(intString('Rows to skip')),
+});
+export type PageQuery = Static<typeof PageQuery>;
+
+export const ExecutionListQuery = Type.Object({
+  agent_id: Type.Optional(Type.String({ description: 'Only executions of this agent' })),
+  status: Type.Optional(Type.String({ description: 'pending, running, completed, failed or cancelled' })),
+  limit: Type.Optional(intString('Page size')),
+  offset: Type.Optional(intString('Rows to skip')),
+});
+export type ExecutionListQuery = Static<typeof ExecutionListQuery>;
+
+export const WorkflowRunListQuery = Type.Object({
+  workflow_id: Type.Optional(Type.String({ description: 'Only runs of this workflow (name or id)' })),
+  status: Type.Optional(Type.String()),
+  limit: Type.Optional(intString('Page size')),
+  offset: Type.Optional(intString('Rows to skip')),
+});
+export type WorkflowRunListQuery = Static<typeof WorkflowRunListQuery>;
+
+// Bodies: documented here; the handlers still read them (a deploy also takes a raw YAML body, and their messages
+// are part of the contract tests).
+const DeployBody = Type.Object({
+  manifest_yaml: Type.String({ description: 'The manifest as YAML (or send the YAML itself as application/yaml)' }),
+  force: Type.Optional(Type.Boolean({ description: 'Replace an existing name and version' })),
+});
+const RunBody = Type.Object({
+  input: Type.Optional(Type.Unknown({ description: 'Checked against the workflow\'s input_schema' })),
+  intent: Type.Optional(Type.String()),
+  blackboard: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  version: Type.Optional(Type.String({ description: 'A deployed version; default the latest' })),
+});
+const StartBody = Type.Object({ agent_id: Type.String(), input: Type.String(), context_json: Type.Optional(Type.Unknown()) });
+
+const json = (description: string, schema: TSchema = Type.Object({}, { additionalProperties: true })) => ({ description, ...schema });
+/** The one error body of every failure (errors.ts). */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: { type: 'string', description: 'What went wrong, naming the field for invalid input' },
+    details: { description: 'Structured detail: the manifest `errors` of a 422, the `request_id` of a 500, …' },
+  },
+} as const;
+
+const err = (description: string) => ({ description, ...ERROR_SCHEMA });
+
+export interface SeedRouteDoc {
+  /** Added to the route's OpenAPI operation (document only). */
+  doc: Record<string, unknown> & { response: Record<string, unknown> };
+}
+
+/** The seed routes' documented answers, keyed `METHOD /url/:pattern` (the test checks them against the node). */
+export const SEED_ROUTE_DOCS: Record<string, SeedRouteDoc> = {
+  'POST /v1/agents': {
+    doc: {
+      summary: 'Deploy an agent manifest',
+      body: DeployBody,
+      response: {
+        201: json('Deployed', Type.Object({ agent_id: Type.String(), name: Type.String(), version: Type.String() })),
+        409: err('The name and version exist and force is not set'),
+        422: err('The manifest is invalid; details list the errors'),
+      },
+    },
+  },
+  'GET /v1/executions': {
+    doc: { summary: 'List executions', response: { 200: json('A page of executions', Type.Object({ executions: Type.Array(Type.Object({}, { additionalProperties: true })) })), 400: err('A bad filter or page parameter, named') } },
+  },
+  'POST /v1/executions': {
+    doc: { summary: 'Start an execution', body: StartBody, response: { 200: json('Started', Type.Object({ execution_id: Type.String() }, { additionalProperties: true })), 400: err('agent_id or input missing or not a string'), 404: err('No such agent') } },
+  },
+  'GET /v1/executions/:id': { doc: { summary: 'An execution', response: { 200: json('The execution'), 404: err('No such execution') } } },
+  'DELETE /v1/executions/:id': { doc: { summary: 'Remove a terminal execution', response: { 200: json('Removed', Type.Object({ removed: Type.Boolean() })), 404: err('No such execution'), 409: err('Not terminal yet') } } },
+  'POST /v1/workflows': {
+    doc: {
+      summary: 'Deploy a workflow manifest',
+      body: DeployBody,
+      response: {
+        201: json('Deployed', Type.Object({ workflow_id: Type.String(), name: Type.String(), version: Type.String() }, { additionalProperties: true })),
+        409: err('The name and version exist and force is not set'),
+        422: err('The manifest is invalid; details list the errors'),
+      },
+    },
+  },
+  'POST /v1/workflows/:name/run': {
+    doc: {
+      summary: 'Run a workflow',
+      body: RunBody,
+      response: { 201: json('Started', Type.Object({ execution_id: Type.String(), status: Type.Literal('started') }, { additionalProperties: true })), 404: err('No such workflow'), 422: err('input fails the input_schema') },
+    },
+  },
+  'GET /v1/workflows/executions/:id/logs': { doc: { summary: 'A run\'s events, paged', response: { 200: json('A page of events'), 400: err('A bad page parameter, named'), 404: err('No such run') } } },
+  'DELETE /v1/workflows/executions/:id': { doc: { summary: 'Remove a terminal run', response: { 200: json('Removed'), 404: err('No such run'), 409: err('Not terminal yet') } } },
+};
