@@ -12,13 +12,43 @@
 //      transports). `-c` is git's command-line config: it beats every file, and an empty value turns a driver,
 //      helper or alias off (an empty credential.helper resets the helper list); see COMMAND_KEYS for the exceptions.
 // A key whose name contains `=` cannot be given to `-c` (git splits at the first `=`), so such a config is refused.
-// The listing and the command read the same file unless something writes it between the two calls; the loop runs
-// one tool call at a time, and the GitService holds the binding's lock.
+//
+// The listing and the command are two processes: a program in the sandbox could rewrite the config between them.
+// So everything that can be neutralised without knowing the config is, on the command's own invocation: every
+// fixed-named command key (FIXED_GIT_OVERRIDES: fsmonitor, hooks, ssh command, editors, askpass, credential
+// helpers, signing programs, tools, browsers, the pager), an alias of the subcommand itself, and for the diff
+// family `--no-ext-diff --no-textconv` (diff.external, diff.<driver>.command, textconv). What remains tied to the
+// listing are drivers named by the repository's own attributes (`filter.<x>.clean/smudge/process`,
+// `merge.<x>.driver`) and `remote.<x>.uploadpack/receivepack`: git (2.39) has no option that turns those off for
+// any name; docs/SECURITY.md says so.
 
 /** Overrides applied to every invocation, whatever the config holds. */
 export const FIXED_GIT_OVERRIDES: ReadonlyArray<readonly [string, string]> = [
   ['core.fsmonitor', ''],
   ['core.hooksPath', '/dev/null'],
+  ['core.sshCommand', ''],
+  ['core.askPass', ''],
+  ['core.alternateRefsCommand', ''],
+  ['core.pager', 'cat'],
+  // `:` is the shell's no-op: an edit that changes nothing (an empty editor would fall back to vi).
+  ['core.editor', ':'],
+  ['sequence.editor', ':'],
+  // An empty value resets the list of helpers gathered so far, URL-specific ones included.
+  ['credential.helper', ''],
+  ['commit.gpgSign', 'false'],
+  ['tag.gpgSign', 'false'],
+  ['push.gpgSign', 'false'],
+  ['log.showSignature', 'false'],
+  ['gpg.program', 'gpg'],
+  ['gpg.openpgp.program', 'gpg'],
+  ['gpg.x509.program', 'gpgsm'],
+  ['gpg.ssh.program', 'ssh-keygen'],
+  ['gpg.ssh.defaultKeyCommand', ''],
+  ['merge.tool', ''],
+  ['merge.guitool', ''],
+  ['diff.tool', ''],
+  ['diff.guitool', ''],
+  ['web.browser', ''],
   // ext:: runs a shell command; git:// honours core.gitProxy, whose first match wins and cannot be overridden.
   ['protocol.ext.allow', 'never'],
   ['protocol.git.allow', 'never'],
@@ -108,6 +138,19 @@ export function listConfigArgs(args: readonly string[]): string[] {
 export function safeGitArgs(args: readonly string[], names: Iterable<string>): string[] {
   const { globals, rest } = splitGlobal(args);
   const ours: string[] = ['--no-pager'];
-  for (const [k, v] of gitOverrides(names)) ours.push('-c', `${k}=${v}`);
-  return [...globals.flat(), ...ours, ...rest];
+  const overrides = gitOverrides(names);
+  const sub = rest[0];
+  // An alias of the subcommand itself (a builtin is never aliased; any other name could be), set on this very
+  // invocation: a config rewritten after the listing cannot add one.
+  if (sub !== undefined && /^[A-Za-z0-9][A-Za-z0-9_-]*$/.test(sub)) overrides.push([`alias.${sub}`, '']);
+  for (const [k, v] of overrides) ours.push('-c', `${k}=${v}`);
+  if (sub === undefined || !DIFF_FAMILY.has(sub)) return [...globals.flat(), ...ours, ...rest];
+  // External diff programs and textconv off on this invocation, whatever the config says by the time git reads it.
+  const given = rest.slice(1);
+  const reopens = given.find((a) => a === '--ext-diff' || a === '--textconv');
+  if (reopens) throw new UnsafeGitConfigError(`git ${sub} ${reopens} would run a program the repository's config names; git was not run`);
+  return [...globals.flat(), ...ours, sub, '--no-ext-diff', '--no-textconv', ...given];
 }
+
+/** Subcommands that take diff options and may run an external diff or a textconv filter. */
+const DIFF_FAMILY = new Set(['diff', 'log', 'show', 'whatchanged', 'format-patch', 'diff-tree', 'diff-files', 'diff-index']);

@@ -66,7 +66,8 @@ export interface ToolCallContext {
   /** Relative paths start here (the sandbox path of the first mount, /workspace). */
   workdir?: string;
   /** Runs a command in the caller's sandbox (cmd.run); absent when the caller has none. */
-  runCommand?: (req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number }) => Promise<{
+  /** `env`: variables set for this command on top of the sandbox's (cmd.run sets PATH and git's config guards). */
+  runCommand?: (req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number; env?: Record<string, string> }) => Promise<{
     exit_code: number;
     stdout: string;
     stderr: string;

@@ -52,7 +52,8 @@ test('cmd.run: allowlisted commands are dispatched with the node ceilings; other
   const ran: CmdRequest[] = [];
   const { ctx } = await context(t, manifest(), ran);
   t.like(await runTool(ctx, 'cmd.run', { command: 'node', args: ['main.js'] }), { ok: true, value: { exit_code: 0 } });
-  t.deepEqual(ran[0], { command: 'node', args: ['main.js'], cwd: '/workspace', timeout_secs: 5, max_output_bytes: 1000 });
+  // With an allowlist the name resolves on the system directories only (the runner gets that PATH).
+  t.deepEqual(ran[0], { command: 'node', args: ['main.js'], cwd: '/workspace', timeout_secs: 5, max_output_bytes: 1000, env: { PATH: '/usr/local/bin:/usr/bin:/bin' } });
   // `node main.js` in one string is split without a shell.
   await runTool(ctx, 'cmd.run', { command: 'node "my file.js"' });
   t.deepEqual(ran[1]?.args, ['my file.js']);

@@ -288,7 +288,7 @@ export class ExecutionLoop {
   /** The current iteration's tool calls, announced on its iteration_completed / iteration_failed (tool-summary.ts). */
   private iterationTools: ToolCallSummary[] = [];
 
-  private async dispatch(req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number }): Promise<CmdResult> {
+  private async dispatch(req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number; env?: Record<string, string> }): Promise<CmdResult> {
     const channel = this.channel;
     const sandbox = this.sandbox;
     if (!channel || !sandbox) throw new Error('no sandbox');
@@ -306,7 +306,7 @@ export class ExecutionLoop {
           command: req.command,
           args: req.args,
           cwd: req.cwd,
-          env_additions: {},
+          env_additions: req.env ?? {},
           timeout_secs: req.timeout_secs,
           max_output_bytes: req.max_output_bytes,
         },

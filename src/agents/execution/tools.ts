@@ -35,6 +35,8 @@ export interface CmdRequest {
   cwd: string;
   timeout_secs: number;
   max_output_bytes: number;
+  /** Set for this command on top of the sandbox's environment (cmd.run: the fixed PATH, git's config guards). */
+  env?: Record<string, string>;
 }
 
 export interface CmdResult {

@@ -303,7 +303,7 @@ export class DockerRuntime implements ContainerRuntime {
     const output = new ExecOutput(req.max_output_bytes);
     let exec: Docker.Exec;
     try {
-      exec = await container.exec({ Cmd: [req.command, ...req.args], WorkingDir: req.cwd, AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
+      exec = await container.exec({ Cmd: [req.command, ...req.args], WorkingDir: req.cwd, ...(req.env ? { Env: Object.entries(req.env).map(([k, v]) => `${k}=${v}`) } : {}), AttachStdout: true, AttachStderr: true, AttachStdin: false, Tty: false });
     } catch (err) {
       throw new Error(`sandbox ${id} is not running: ${errMessage(err)}`);
     }

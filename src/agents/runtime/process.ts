@@ -443,7 +443,7 @@ export class ProcessRuntime implements ContainerRuntime {
     const entry = this.tracked.get(id);
     if (!entry || entry.done) throw new Error(`sandbox ${id} is not running`);
     const { mounts, env } = entry;
-    const l = this.launch({ ...entry.spec, workdir: req.cwd, command: [req.command, ...req.args] }, mounts, env);
+    const l = this.launch({ ...entry.spec, workdir: req.cwd, command: [req.command, ...req.args] }, mounts, { ...env, ...req.env });
     const output = new ExecOutput(req.max_output_bytes);
     let opened: Opened;
     try {

@@ -130,6 +130,8 @@ export interface SandboxExecRequest {
   args: string[];
   /** Sandbox path of the working directory. */
   cwd: string;
+  /** Variables set for this command on top of the sandbox's environment. */
+  env?: Record<string, string>;
   timeout_secs: number;
   /** Combined stdout + stderr ceiling; more is tail-trimmed and flagged `truncated`. */
   max_output_bytes: number;

@@ -13,6 +13,10 @@ import type { ToolCallContext, ToolDefinition, ToolOutcome } from '../types.ts';
 import { fail, ok, schema } from './util.ts';
 
 type RunCommand = NonNullable<ToolCallContext['runCommand']>;
+
+/** Where a command named by a subcommand_allowlist is looked up: system directories only, never the workspace or a
+ * PATH the manifest set (`git` must be the system's git, not a `/workspace/bin/git` the agent made). */
+export const ALLOWLIST_PATH = '/usr/local/bin:/usr/bin:/bin';
 type CmdReq = Parameters<RunCommand>[0];
 
 /**
@@ -76,6 +80,10 @@ export function cmdTools(ceilings: CmdCeilings): ToolDefinition[] {
         if (args.args !== undefined && args.args !== null && !Array.isArray(args.args)) return fail('InvalidArguments', 'args must be an array of strings for tool cmd.run');
         const { command, args: argv } = splitCommand(args.command, args.args);
         if (!command) return fail('InvalidArguments', 'command must be a non-empty string for tool cmd.run');
+        // An allowlist names commands: `./git` or `/workspace/git` is another program that only shares the name.
+        if (ctx.context.subcommandAllowlist && command.includes('/')) {
+          return fail('CommandNotAllowed', `command ${command} is a path; with a subcommand_allowlist, commands are names (${Object.keys(ctx.context.subcommandAllowlist).join(', ')}) looked up on ${ALLOWLIST_PATH}`);
+        }
         const denied = checkCommand(ctx.context, command, argv);
         if (denied) return { ok: false, error: denied };
         if (!ctx.runCommand) {
@@ -84,8 +92,14 @@ export function cmdTools(ceilings: CmdCeilings): ToolDefinition[] {
         }
         const limits = ctx.cmdCeilings ?? ceilings;
         const cwd = ctx.workdir ?? ctx.mounts?.[0]?.sandboxPath ?? '/workspace';
-        const req: CmdReq = { command, args: argv, cwd, timeout_secs: limits.timeout_ceiling_secs, max_output_bytes: limits.max_output_bytes };
+        const req: CmdReq = {
+          command, args: argv, cwd, timeout_secs: limits.timeout_ceiling_secs, max_output_bytes: limits.max_output_bytes,
+          // The name resolves on the system directories only (spawn looks it up on the PATH it is given).
+          ...(ctx.context.subcommandAllowlist ? { env: { PATH: ALLOWLIST_PATH } } : {}),
+        };
         if (path.posix.basename(command) === 'git') {
+          // No system-wide config (the host's /etc/gitconfig is not the tenant's, but nothing needs it either).
+          req.env = { ...req.env, GIT_CONFIG_NOSYSTEM: '1' };
           const safe = await gitArgs(ctx.runCommand, req);
           if ('outcome' in safe) return safe.outcome;
           req.args = safe.args;
