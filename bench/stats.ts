@@ -6,7 +6,7 @@
  * rank high whenever p·n/100 was whole); p=0 answers the minimum.
  */
 export function percentile(sorted: readonly number[], p: number): number {
-  const rank = Math.ceil((p / 100) * sorted.length);
+  const rank = Math.ceil((p * sorted.length) / 100); // p·n first: (p/100)·n can land a hair above a whole rank
   return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))] ?? 0;
 }
 
