@@ -18,6 +18,7 @@ import type { Teller } from '../actors/tell.ts';
 import { pendingApprovalOf, resolveApproval } from './approvals/repo.ts';
 import type { WorkflowDefinition } from './registry/types.ts';
 import { validateWorkflowInput } from './input.ts';
+import { awaitRunEnd } from './await-end.ts';
 import { workflowStarted } from '../observability/runs.ts';
 
 /** Where runs get their workflow: the registry (WorkflowDefinitionService), behind the smallest interface. */
@@ -122,6 +123,11 @@ export interface WorkflowLogEntry {
 /** The default safety-net poll of waiting runs (spec.workflow.poll_seconds). */
 export const DEFAULT_POLL_MS = 30_000;
 
+/** What run-and-wait answers: the run's end, or (still running at the wait's end) its id as `run` answers. */
+export type RunWaitOutcome =
+  | { execution_id: string; status: 'started' }
+  | { execution_id: string; status: 'completed' | 'failed' | 'cancelled'; final_output: unknown; error?: string | null };
+
 export interface WorkflowServiceDeps {
   db: Db;
   bus: EventBus;
@@ -162,6 +168,20 @@ export class WorkflowExecutionService {
     const { start, out } = await this.write({ ...req, executionId: id });
     if ('row' in out) this.started(start, out.row);
     return { execution_id: start.run.id, status: 'started' }; // else an existing child run: idempotent
+  }
+
+  /**
+   * Run-and-wait: starts the run and, if it ends within `waitMs`, answers its end (the error too when it did not
+   * complete); else the run id as `run` does. `signal`: the caller went away.
+   */
+  async runAndWait(req: RunRequest, waitMs: number, signal?: AbortSignal): Promise<RunWaitOutcome> {
+    const started = await this.run(req);
+    const id = started.execution_id;
+    const end = await awaitRunEnd(this.d, id, waitMs, signal);
+    if (!end) return started;
+    if (end.status === 'completed') return { execution_id: id, status: end.status, final_output: end.final_output ?? null };
+    const row = await repo.getWorkflowExecution(this.d.db, id); // the rare path: the reason is on the row
+    return { execution_id: id, status: end.status, final_output: end.final_output ?? null, error: row?.error ?? null };
   }
 
   /** Prepares and writes the start; a start refused by its guard is prepared again from a fresh registry read. */

@@ -6,6 +6,7 @@ import type { BusEvent } from '../../bus/bus.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import { WorkflowExecutionService } from '../../workflow/service.ts';
 import { principalOf } from './auth-hook.ts';
+import { preferWaitSeconds } from './prefer.ts';
 import { intParam } from './query-params.ts';
 
 interface RunBody {
@@ -49,7 +50,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     const p = principalOf(request);
     const b = request.body ?? {};
     if (b.version !== undefined && typeof b.version !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'version must be a string');
-    const out = await runs.run({
+    const req = {
       tenant: p.tenantId,
       workflow: request.params.name,
       input: b.input,
@@ -57,8 +58,21 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
       blackboard: b.blackboard,
       version: b.version as string | undefined,
       userId: p.subject,
-    });
-    return reply.status(201).send(out);
+    };
+    // Run-and-wait (issue 16): `Prefer: wait=N` answers 200 with the run's end if it comes within N seconds, else
+    // 201 with the run id as without it. A malformed preference is ignored (RFC 7240).
+    const wait = preferWaitSeconds(request.headers.prefer);
+    if (wait === undefined) return reply.status(201).send(await runs.run(req));
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      const out = await runs.runAndWait(req, wait * 1000, gone.signal);
+      reply.header('preference-applied', `wait=${wait}`);
+      return reply.status(out.status === 'started' ? 201 : 200).send(out);
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   });
 
   app.get<{ Querystring: WorkflowRunListQuery }>('/v1/workflows/executions', { schema: { querystring: WorkflowRunListQuery } }, async (request) => {

@@ -1,0 +1,76 @@
+// Run-and-wait over HTTP (issue 16): `POST /v1/workflows/{name}/run` with `Prefer: wait=N` (RFC 7240) answers 200
+// with the run's end when it ends within the wait, else 201 with the run id at the wait's end; a malformed
+// preference is ignored (201 at once, no Preference-Applied), a large one capped.
+import test from 'ava';
+import { startTestNode } from '../support/in-process-node.ts';
+import { raceManifest } from '../../bench/workflow-race.ts';
+import { humanWorkflow } from './ws-support.ts';
+import { preferWaitSeconds } from '../../src/gateway/http/prefer.ts';
+
+test('Prefer parsing: wait=N among other preferences, capped; malformed values ignored', (t) => {
+  t.is(preferWaitSeconds('wait=5'), 5);
+  t.is(preferWaitSeconds('respond-async, wait=10'), 10);
+  t.is(preferWaitSeconds('WAIT = 7 ;x=y'), 7);
+  t.is(preferWaitSeconds('wait="3"'), 3);
+  t.is(preferWaitSeconds(['return=minimal', 'wait=4']), 4);
+  t.is(preferWaitSeconds('wait=100000'), 60);
+  for (const bad of ['wait=abc', 'wait=-1', 'wait=1.5', 'wait=', 'wait=0', 'respond-async', '']) t.is(preferWaitSeconds(bad), undefined, bad);
+  t.is(preferWaitSeconds(undefined), undefined);
+});
+
+test('run-and-wait: a short run answers 200 with its end; a long one the run id at the wait end; bad Prefer ignored', async (t) => {
+  const n = await startTestNode(t, { name: 'runwait' });
+  const token = await n.token();
+  for (const yaml of [raceManifest('quick'), humanWorkflow('slow')]) {
+    const d = await n.api('POST', '/v1/workflows', { manifest_yaml: yaml }, token);
+    t.is(d.status, 201, JSON.stringify(d.body));
+  }
+
+  // Short: ten durable steps end well within 20 s.
+  const res = await fetch(`${n.http}/v1/workflows/quick/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', prefer: 'wait=20' },
+    body: JSON.stringify({ input: {} }),
+  });
+  const body = (await res.json()) as { execution_id?: string; status?: string; final_output?: unknown };
+  t.is(res.status, 200, JSON.stringify(body));
+  t.is(res.headers.get('preference-applied'), 'wait=20');
+  t.is(body.status, 'completed');
+  t.true('final_output' in body);
+  t.regex(body.execution_id ?? '', /^[0-9a-f-]{36}$/);
+  // The answer is the committed end: the row agrees.
+  const row = await n.api<{ status: string; blackboard?: Record<string, unknown> }>('GET', `/v1/workflows/executions/${body.execution_id}`, undefined, token);
+  t.is(row.body.status, 'completed');
+
+  // Long: a Human state waits forever; the answer is the run id when the 1 s wait is over.
+  const t0 = Date.now();
+  const slow = await fetch(`${n.http}/v1/workflows/slow/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', prefer: 'wait=1' },
+    body: '{}',
+  });
+  const slowBody = (await slow.json()) as { execution_id?: string; status?: string };
+  t.is(slow.status, 201, JSON.stringify(slowBody));
+  t.is(slow.headers.get('preference-applied'), 'wait=1');
+  t.is(slowBody.status, 'started');
+  t.regex(slowBody.execution_id ?? '', /^[0-9a-f-]{36}$/);
+  t.true(Date.now() - t0 >= 900, 'it waited for the preference');
+
+  // Malformed: ignored (RFC 7240), so 201 without Preference-Applied.
+  const bad = await fetch(`${n.http}/v1/workflows/slow/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', prefer: 'wait=soon' },
+    body: '{}',
+  });
+  t.is(bad.status, 201);
+  t.is(bad.headers.get('preference-applied'), null);
+  t.is(((await bad.json()) as { status?: string }).status, 'started');
+
+  // Unknown workflow with a wait: still the 404 of a plain run.
+  const missing = await fetch(`${n.http}/v1/workflows/nope/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', prefer: 'wait=5' },
+    body: '{}',
+  });
+  t.is(missing.status, 404);
+});
