@@ -104,7 +104,10 @@ export const SEED_ROUTE_DOCS: Record<string, SeedRouteDoc> = {
     doc: {
       summary: 'Run a workflow',
       body: RunBody,
-      response: { 201: json('Started', Type.Object({ execution_id: Type.String(), status: Type.Literal('started') }, { additionalProperties: true })), 404: err('No such workflow'), 422: err('input fails the input_schema') },
+      response: {
+        200: json('Ended within the Prefer: wait=N asked (run-and-wait, RFC 7240; N capped at 60)', Type.Object({ execution_id: Type.String(), status: Type.String({ description: 'completed, failed or cancelled' }), final_output: Type.Unknown(), error: Type.Optional(Type.Union([Type.String(), Type.Null()])) }, { additionalProperties: true })),
+        201: json('Started (without Prefer: wait, or still running when the wait ended)', Type.Object({ execution_id: Type.String(), status: Type.Literal('started') }, { additionalProperties: true })),
+        404: err('No such workflow'), 422: err('input fails the input_schema') },
     },
   },
   'GET /v1/workflows/executions/:id/logs': { doc: { summary: 'A run\'s events, paged', response: { 200: json('A page of events'), 400: err('A bad page parameter, named'), 404: err('No such run') } } },
