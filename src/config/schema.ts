@@ -2,6 +2,7 @@
 // unknown keys so a typo stops start-up instead of being silently ignored; the only free-form maps are a
 // dispatcher's own `config` and string-to-string maps (env, headers). Defaults live in ./defaults.ts, not here,
 // because some depend on the environment (node id, data dir). `x-expect` is a human phrase for pattern errors.
+import { Type, type Static } from '@sinclair/typebox';
 import type { CortexConfig, LogLevel, RetentionConfig } from './types.ts';
 
 export const API_VERSION = 'orch.dev/v1';
@@ -26,8 +27,27 @@ function obj(properties: Record<string, unknown>, required: string[] = []): Reco
   return { type: 'object', additionalProperties: false, properties, ...(required.length ? { required } : {}) };
 }
 
-/** One limit: at most `max` requests per fixed window of `window_seconds` (docs/CONFIG.md "Rate limits"). */
-const rateLimit = obj({ max: { type: 'integer', minimum: 1, maximum: 100_000_000 }, window_seconds: { type: 'integer', minimum: 1, maximum: 86_400 } });
+/**
+ * One limit: at most `max` requests per fixed window of `window_seconds` (docs/CONFIG.md "Rate limits").
+ * Written in TypeBox (issue 19, "one definition per shape"): the JSON Schema below and the file's TypeScript type
+ * (NodeConfigFile['spec']['rate_limits']) are one definition. The rest of this file moves the same way section by
+ * section.
+ */
+const RateLimitFile = Type.Object(
+  { max: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000_000 })), window_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400 })) },
+  { additionalProperties: false },
+);
+const RateLimitsFile = Type.Object(
+  {
+    enabled: Type.Optional(Type.Boolean()),
+    per_ip: Type.Optional(RateLimitFile),
+    per_tenant: Type.Optional(RateLimitFile),
+    per_webhook_source: Type.Optional(RateLimitFile),
+    exempt_ips: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    exempt_tenants: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  },
+  { additionalProperties: false },
+);
 
 const capability = obj({ tool: nonEmpty, skip_judge: { type: 'boolean' } }, ['tool']);
 
@@ -168,14 +188,7 @@ const spec = obj({
   }),
   fuse: obj({ address: nonEmpty }, ['address']),
   metrics: obj({ allow_remote: { type: 'boolean' } }),
-  rate_limits: obj({
-    enabled: { type: 'boolean' },
-    per_ip: rateLimit,
-    per_tenant: rateLimit,
-    per_webhook_source: rateLimit,
-    exempt_ips: { type: 'array', items: nonEmpty },
-    exempt_tenants: { type: 'array', items: nonEmpty },
-  }),
+  rate_limits: RateLimitsFile,
 });
 
 export const nodeConfigSchema = obj(
@@ -238,12 +251,5 @@ export interface NodeConfigFileSpec {
   retention?: RetentionConfig;
   fuse?: { address: string };
   metrics?: { allow_remote?: boolean };
-  rate_limits?: {
-    enabled?: boolean;
-    per_ip?: { max?: number; window_seconds?: number };
-    per_tenant?: { max?: number; window_seconds?: number };
-    per_webhook_source?: { max?: number; window_seconds?: number };
-    exempt_ips?: string[];
-    exempt_tenants?: string[];
-  };
+  rate_limits?: Static<typeof RateLimitsFile>;
 }
