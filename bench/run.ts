@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|hot-updates|observability|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|plan-cost|hot-updates|observability|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchSoak } from './soak.ts';
+import { benchPlanCost } from './plan-cost.ts';
 import { benchHotUpdates } from './hot-updates.ts';
 import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
@@ -256,6 +257,10 @@ if (what === 'soak') {
   // --pg name=value (repeatable): a setting of the private PostgreSQL server.
   const pgSettings = Object.fromEntries(process.argv.flatMap((a, j) => (a === '--pg' && process.argv[j + 1]?.includes('=') ? [process.argv[j + 1]!.split('=', 2) as [string, string]] : [])));
   await benchSoak({ minutes: arg('minutes', 10), clients: arg('clients', 16), preload: arg('preload', 0), orchRoot, sharedPg: process.argv.includes('--shared-pg'), ...(Object.keys(pgSettings).length ? { pgSettings } : {}) }, (l) => process.stdout.write(`${l}\n`));
+}
+if (what === 'plan-cost') {
+  // Issue 23: the step writer's statement under each plan cache mode, server-side costs (in-process bench).
+  await benchPlanCost(arg('steps', 4), arg('batches', 300), (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'hot-updates') {
   // Issue 23: the HOT share of updates with and without 022's fillfactor.
