@@ -1,7 +1,7 @@
 // Run by `npm install` (after the build, in `prepare`): makes the PGlite templates (see
-// src/storage/pglite-template.ts), initdb's output and the schema of this build, so that the first `npm start` and
-// every test's fresh database skip both initdb and the migrations. Runs the compiled build when current, else the
-// sources through tsx (bin/entry.js). Never fails the install: the templates are a speed-up.
+// src/storage/pglite-template.ts), initdb's output and the schema of this build (also as a directory to copy), so
+// that the first `npm start` and every test's fresh database skip both initdb and the migrations. Runs the compiled
+// build when current, else the sources through tsx (bin/entry.js). Never fails the install: they are a speed-up.
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,6 +12,7 @@ try {
   const { openMigratedPglite } = await importEntry('storage/open', state);
   const { listMigrations } = await importEntry('storage/migration-files', state);
   const { loadTemplate, schemaKey } = await importEntry('storage/pglite-template', state);
+  const { materializeSchemaDir } = await importEntry('storage/pglite', state);
   const key = await schemaKey(await listMigrations());
   if (!(await loadTemplate()) || !(await loadTemplate(undefined, key))) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-prime-'));
@@ -19,6 +20,8 @@ try {
     await db.close();
     await rm(dir, { recursive: true, force: true });
   }
+  // And as a directory, which a fresh data dir copies natively (the cheapest start).
+  await materializeSchemaDir(key);
 } catch (err) {
   process.stderr.write(`orch: could not prime the PGlite templates (${err.message}); first start will be slower\n`);
 }

@@ -9,7 +9,7 @@
 // migrations of a fresh data dir ran, before anything else can write (see openPglite's `schema` option).
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PGlite } from '@electric-sql/pglite';
@@ -49,6 +49,41 @@ export async function schemaKey(files: ReadonlyArray<{ name: string; path: strin
   return hash.digest('hex').slice(0, 16);
 }
 
+/**
+ * The schema template also as a plain data directory (`….d`, complete once its READY file exists; made by
+ * `npm install`, see materializeSchemaDir in pglite.ts). Copying it natively costs a fraction of unpacking the
+ * tarball through PGlite's WebAssembly file system, which was the largest part of a node's start.
+ */
+export async function schemaDirTemplate(dir: string | undefined, key: string): Promise<string> {
+  return (await templateFile(dir, key)).replace(/\.tar\.gz$/, '.d');
+}
+
+/** Copies the directory template of `key` into the (empty) `dataDir`; false when there is none or the copy failed. */
+export async function copySchemaDir(dir: string | undefined, key: string, dataDir: string): Promise<boolean> {
+  const from = await schemaDirTemplate(dir, key);
+  if (!existsSync(path.join(from, 'READY'))) return false;
+  try {
+    await cp(from, dataDir, { recursive: true, filter: (src) => src !== path.join(from, 'READY') });
+    return existsSync(path.join(dataDir, 'PG_VERSION'));
+  } catch {
+    // A half-made copy must not look like a data dir: start again from the tarball.
+    await rm(dataDir, { recursive: true, force: true }).catch(() => undefined);
+    await mkdir(dataDir, { recursive: true });
+    return false;
+  }
+}
+
+/** Moves a cleanly closed data dir made from the schema tarball into place as the directory template of `key`. */
+export async function installSchemaDir(dir: string | undefined, key: string, madeDir: string): Promise<void> {
+  const to = await schemaDirTemplate(dir, key);
+  await writeFile(path.join(madeDir, 'READY'), '');
+  try {
+    await rename(madeDir, to);
+  } catch {
+    await rm(madeDir, { recursive: true, force: true }); // another process installed it first
+  }
+}
+
 /** True when `dataDir` holds no cluster yet (initdb has not run there). */
 export function isFreshDataDir(dataDir: string): boolean {
   return !existsSync(path.join(dataDir, 'PG_VERSION'));
@@ -82,6 +117,9 @@ export async function saveTemplate(pglite: PGlite, dir?: string, key?: string): 
     for (const name of await readdir(path.dirname(file))) {
       if (name.startsWith(prefix) && name.endsWith('.tar.gz') && name !== path.basename(file)) {
         await unlink(path.join(path.dirname(file), name)).catch(() => undefined);
+      }
+      if (name.startsWith(prefix) && name.endsWith('.d') && name !== path.basename(file).replace(/\.tar\.gz$/, '.d')) {
+        await rm(path.join(path.dirname(file), name), { recursive: true, force: true }).catch(() => undefined);
       }
     }
   }

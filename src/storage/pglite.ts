@@ -4,12 +4,14 @@
 // same mutex, so transactions never interleave and a query outside a transaction never runs inside someone else's.
 // The consequence for callers: inside db.tx(fn), use the `tx` handed to fn; calling db.query there waits for the
 // transaction to end, which never happens (on pg it would run on another connection, outside the transaction).
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, QueryResult, Queryable, Row } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgliteParsers } from './types.ts';
-import { isFreshDataDir, loadTemplate, saveTemplate } from './pglite-template.ts';
+import path from 'node:path';
+import { copySchemaDir, installSchemaDir, isFreshDataDir, loadTemplate, saveTemplate, schemaDirTemplate } from './pglite-template.ts';
 
 export const MEMORY = 'memory://';
 
@@ -84,12 +86,14 @@ export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Pro
   await mkdir(dataDir, { recursive: true });
   const useTemplate = opts.templateDir !== false && isFreshDataDir(dataDir);
   const dir = opts.templateDir === false ? undefined : opts.templateDir;
-  const schemaTemplate = useTemplate && opts.schema ? await loadTemplate(dir, opts.schema.key) : undefined;
-  const template = schemaTemplate ?? (useTemplate ? await loadTemplate(dir) : undefined);
+  // Cheapest first: the schema template as a directory, copied natively; then as a tarball; then initdb's.
+  const copied = useTemplate && opts.schema ? await copySchemaDir(dir, opts.schema.key, dataDir) : false;
+  const schemaTemplate = useTemplate && opts.schema && !copied ? await loadTemplate(dir, opts.schema.key) : undefined;
+  const template = copied ? undefined : (schemaTemplate ?? (useTemplate ? await loadTemplate(dir) : undefined));
   const pglite = new PGlite(dataDir, { parsers: pgliteParsers, ...(template ? { loadDataDir: template } : {}) });
   await pglite.waitReady;
   // The templates are only a speed-up: failing to write one (read-only install, full disk) is not an error.
-  if (useTemplate && !template) await saveTemplate(pglite, dir).catch(() => undefined);
+  if (useTemplate && !template && !copied) await saveTemplate(pglite, dir).catch(() => undefined);
   const db = new PgliteDb(pglite, opts.retry);
   if (opts.schema) {
     try {
@@ -100,7 +104,24 @@ export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Pro
       throw err;
     }
     // Dumped before the caller gets the database: nothing but the migrations has written to it yet.
-    if (useTemplate && !schemaTemplate) await saveTemplate(pglite, dir, opts.schema.key).catch(() => undefined);
+    if (useTemplate && !schemaTemplate && !copied) await saveTemplate(pglite, dir, opts.schema.key).catch(() => undefined);
   }
   return db;
+}
+
+/**
+ * Makes the schema template of `key` also a directory (see copySchemaDir): unpacks the tarball into a scratch data
+ * dir with PGlite, closes it cleanly, and moves it into place. Run by `npm install` (scripts/prime-pglite-template.mjs),
+ * not at start-up: it costs one more PGlite start. Does nothing when the directory is there or the tarball is not.
+ */
+export async function materializeSchemaDir(key: string, templateDir?: string): Promise<void> {
+  const to = await schemaDirTemplate(templateDir, key);
+  if (existsSync(path.join(to, 'READY'))) return;
+  const tarball = await loadTemplate(templateDir, key);
+  if (!tarball) return;
+  const made = `${to}.${process.pid}.${Date.now()}.tmp`;
+  const pglite = new PGlite(made, { loadDataDir: tarball });
+  await pglite.waitReady;
+  await pglite.close();
+  await installSchemaDir(templateDir, key, made);
 }

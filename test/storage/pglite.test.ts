@@ -2,6 +2,7 @@
 // must never interleave, and files that outlive the process.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,8 +10,8 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { listMigrations } from '../../src/storage/migration-files.ts';
-import { openPglite, MEMORY } from '../../src/storage/pglite.ts';
-import { schemaKey, templateFile } from '../../src/storage/pglite-template.ts';
+import { materializeSchemaDir, openPglite, MEMORY } from '../../src/storage/pglite.ts';
+import { schemaDirTemplate, schemaKey, templateFile } from '../../src/storage/pglite-template.ts';
 import { dbConformance } from './db-conformance.ts';
 
 async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
@@ -135,17 +136,25 @@ test('pglite: a fresh data dir starts from the schema template of its migrations
   const key = await schemaKey(await listMigrations(migrations));
   t.true((await stat(await templateFile(cache, key))).size > 0, 'its schema was kept as the template');
 
-  const b = await open('b');
-  t.teardown(() => b.db.close());
-  t.deepEqual(b.applied, [], 'the second fresh dir came with the schema: nothing to apply');
-  t.deepEqual((await b.db.query('SELECT version FROM schema_migrations ORDER BY version')).rows, [{ version: 1 }, { version: 2 }]);
-  t.deepEqual((await b.db.query('SELECT note FROM s_two')).rows, [{ note: 'seeded' }], "the migrations' own rows came too");
-  t.deepEqual((await b.db.query('SELECT id FROM s_one')).rows, [], 'nothing written after the migrations did');
+  // From the tarball (b), then from the directory npm install makes of it (b2): the same schema, nothing else.
+  for (const name of ['b', 'b2']) {
+    if (name === 'b2') {
+      await materializeSchemaDir(key, cache);
+      t.true(existsSync(path.join(await schemaDirTemplate(cache, key), 'READY')), 'the directory template is complete');
+    }
+    const b = await open(name);
+    t.teardown(() => b.db.close());
+    t.deepEqual(b.applied, [], `${name}: the fresh dir came with the schema, nothing to apply`);
+    t.deepEqual((await b.db.query('SELECT version FROM schema_migrations ORDER BY version')).rows, [{ version: 1 }, { version: 2 }]);
+    t.deepEqual((await b.db.query('SELECT note FROM s_two')).rows, [{ note: 'seeded' }], "the migrations' own rows came too");
+    t.deepEqual((await b.db.query('SELECT id FROM s_one')).rows, [], 'nothing written after the migrations did');
+  }
+  t.false(existsSync(path.join(tmp.dir, 'b2', 'READY')), 'the marker stays with the template');
 
   await writeFile(path.join(migrations, '003_three.sql'), 'CREATE TABLE s_three (id INT);');
   const c = await open('c');
   t.teardown(() => c.db.close());
   t.deepEqual(c.applied, [1, 2, 3], 'a new migration set misses the old template and is applied in full');
   const templates = (await readdir(cache)).filter((f) => f.includes('-schema-'));
-  t.deepEqual(templates, [path.basename(await templateFile(cache, await schemaKey(await listMigrations(migrations))))], 'the old schema template was replaced');
+  t.deepEqual(templates, [path.basename(await templateFile(cache, await schemaKey(await listMigrations(migrations))))], 'the old schema template (tarball and directory) was replaced');
 });
