@@ -253,6 +253,16 @@ function methodsOf(def: ServiceDefinition): AnyMethod[] {
   return Object.values(def).filter((m) => !m.requestStream) as AnyMethod[];
 }
 
+/** True when `request` can be encoded for `method`. */
+function encodes(method: AnyMethod, request: Record<string, unknown>): boolean {
+  try {
+    method.requestSerialize(request);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** True when a list of strings survives encoding and decoding in field `k` (a `repeated string`). */
 function repeatedString(method: AnyMethod, template: Record<string, unknown>, k: string): boolean {
   try {
@@ -268,7 +278,12 @@ function requestFor(method: AnyMethod, template: Record<string, unknown>): fc.Ar
   const fields: Record<string, fc.Arbitrary<unknown>> = {};
   for (const [k, v] of Object.entries(template)) {
     if (typeof v === 'string') fields[k] = badString;
-    else if (typeof v === 'number') fields[k] = fc.constantFrom(0, 1, 2 ** 31 - 1, 2 ** 32 - 1, Number.MAX_SAFE_INTEGER);
+    else if (typeof v === 'number') {
+      // Only values the field's own type can carry (an int32 enum cannot hold 2^32-1): the encoder refuses the rest
+      // on the client, which would be our generator's fault, not the server's.
+      const fits = [0, 1, 2 ** 31 - 1, 2 ** 32 - 1, Number.MAX_SAFE_INTEGER].filter((n) => encodes(method, { ...template, [k]: n }));
+      fields[k] = fc.constantFrom(...(fits.length > 0 ? fits : [0]));
+    }
     else if (typeof v === 'boolean') fields[k] = fc.boolean();
     else if (Buffer.isBuffer(v)) fields[k] = fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b));
     else if (Array.isArray(v)) fields[k] = repeatedString(method, template, k) ? fc.array(badString, { maxLength: 3 }) : fc.constant(v);
