@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|webhooks|soak|plan-cost|hot-updates|observability|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|hot-updates|observability|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import { benchExecutions, type ExecutionFigures } from './executions.ts';
 import { benchSeal } from './seal.ts';
 import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
+import { benchWorkflowRaceApi } from './workflow-race-api.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchSoak } from './soak.ts';
 import { benchPlanCost } from './plan-cost.ts';
@@ -189,6 +190,11 @@ if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();
 if (what === 'fsal' || what === 'all') await reportFsal(RUNS, (l) => process.stdout.write(`${l}\n`));
 if (what === 'workflow-race' || what === 'all') await benchWorkflowRace(RUNS, arg('workflows', 2000), (l) => process.stdout.write(`${l}\n`));
+if (what === 'workflow-race-api' || what === 'all') {
+  // Issue 16: the race through orch's public API (`orch up`, HTTP run-and-wait) beside the in-process engine.
+  const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
+  await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`));
+}
 if (what === 'routing' || what === 'all') {
   // Issue 7: RouteExecution decisions/s with 10 and 1,000 registered workers (--seconds per measurement).
   for (const workers of [10, 1000]) {

@@ -260,7 +260,7 @@ export async function benchWorkflowRace(runs: number, workflows: number, out: (l
       const a = orchRuns[r]?.[i];
       const b = restateRuns[r]?.[i];
       if (a && b) {
-        out(`run ${r + 1} c=${c}: orch ${a.stepsPerSecond.toFixed(0)} steps/s p50 ${a.p50Ms.toFixed(1)} p99 ${a.p99Ms.toFixed(1)} ms ` +
+        out(`run ${r + 1} c=${c}: orch engine in-process ${a.stepsPerSecond.toFixed(0)} steps/s p50 ${a.p50Ms.toFixed(1)} p99 ${a.p99Ms.toFixed(1)} ms ` +
           `(${a.stepsPerCommit.toFixed(1)} steps/commit, ${a.cpuMsPerWorkflow.toFixed(2)} cpu ms/workflow) | ` +
           `restate ${b.stepsPerSecond.toFixed(0)} steps/s p50 ${b.p50Ms.toFixed(1)} p99 ${b.p99Ms.toFixed(1)} ms | ` +
           `ratio ${(a.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x, load ${load.toFixed(1)}`);
@@ -274,7 +274,7 @@ export async function benchWorkflowRace(runs: number, workflows: number, out: (l
     const pick = (xs: RaceFigures[][], f: (x: RaceFigures) => number): number => median(xs.map((x) => (x[i] ? f(x[i]) : 0)));
     const o = { w: pick(orchRuns, (x) => x.workflowsPerSecond), s: pick(orchRuns, (x) => x.stepsPerSecond), p50: pick(orchRuns, (x) => x.p50Ms), p99: pick(orchRuns, (x) => x.p99Ms) };
     const rr = { w: pick(restateRuns, (x) => x.workflowsPerSecond), s: pick(restateRuns, (x) => x.stepsPerSecond), p50: pick(restateRuns, (x) => x.p50Ms), p99: pick(restateRuns, (x) => x.p99Ms) };
-    out(`| ${c} | orch (PostgreSQL) | ${o.w.toFixed(1)} | ${o.s.toFixed(0)} | ${o.p50.toFixed(1)} | ${o.p99.toFixed(1)} | ${(o.s / rr.s).toFixed(2)}x |`);
+    out(`| ${c} | orch engine in-process (PostgreSQL, no HTTP) | ${o.w.toFixed(1)} | ${o.s.toFixed(0)} | ${o.p50.toFixed(1)} | ${o.p99.toFixed(1)} | ${(o.s / rr.s).toFixed(2)}x |`);
     out(`| ${c} | Restate ${version} | ${rr.w.toFixed(1)} | ${rr.s.toFixed(0)} | ${rr.p50.toFixed(1)} | ${rr.p99.toFixed(1)} | |`);
   }
 }
