@@ -12,26 +12,30 @@ export function Badge({ status }: { status: string }) {
   return <span class={`badge s-${status}`}>{status.replaceAll('_', ' ')}</span>;
 }
 
+const SHOWN = 100;
+
 export function EventStream({ feed, stream }: { feed: Feed; stream: string }) {
   const [events, setEvents] = useState<Msg[]>([]);
   useEffect(() => {
+    // The newest SHOWN events, redrawn at most every 250 ms: a chatty execution must not cost a render per event.
     const buf: Msg[] = [];
-    let frame = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     setEvents([]);
     const onMessage = (m: Msg): void => {
       buf.push(m);
-      if (buf.length > 500) buf.splice(0, buf.length - 500);
-      if (!frame) frame = requestAnimationFrame(() => ((frame = 0), setEvents([...buf])));
+      if (buf.length > SHOWN * 2) buf.splice(0, buf.length - SHOWN);
+      if (!timer) timer = setTimeout(() => ((timer = undefined), setEvents(buf.slice(-SHOWN))), 250);
     };
     feed.subscribe(stream, onMessage);
     return () => {
-      if (frame) cancelAnimationFrame(frame);
+      if (timer) clearTimeout(timer);
       feed.unsubscribe(stream, onMessage);
     };
   }, [feed, stream]);
   return (
     <div class="events" data-testid="event-stream">
       {events.length === 0 ? <div class="muted">no events yet</div> : null}
+      {events.length >= SHOWN ? <div class="muted small">the newest {SHOWN} events shown</div> : null}
       {[...events].reverse().map((m) => {
         const type = Object.keys(m).find((k) => k !== 'stream' && k !== 'seq') ?? '?';
         const payload = m[type] as Record<string, unknown> | undefined;
@@ -42,7 +46,7 @@ export function EventStream({ feed, stream }: { feed: Feed; stream: string }) {
               .join(' ')
           : '';
         return (
-          <div class="event" data-type={type}>
+          <div class="event" key={m.seq} data-type={type}>
             <span class="seq">#{m.seq}</span> <b>{type}</b> <span class="detail">{detail.length > 240 ? `${detail.slice(0, 240)}…` : detail}</span>
           </div>
         );

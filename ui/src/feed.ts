@@ -98,7 +98,8 @@ export class Feed {
       if (typeof m.feed === 'string') s.feed = m.feed;
       if (s.kept) {
         s.kept.push(m);
-        if (s.kept.length > KEEP) s.kept.splice(0, s.kept.length - KEEP);
+        // Trimmed in steps, not per message: a busy stream must not pay a shift of the whole array each time.
+        if (s.kept.length > KEEP * 2) s.kept.splice(0, s.kept.length - KEEP);
       }
       for (const l of s.listeners) l(m);
     };

@@ -7,6 +7,7 @@ import { api, Feed, type Msg, type Status } from './feed.ts';
 import { ApprovalCard, DeployPanel, StartPanel, errorText } from './actions.tsx';
 import { Badge, ExecutionDetail, WorkflowDetail } from './details.tsx';
 import { History } from './history.tsx';
+import { LiveStats, Overview } from './overview.tsx';
 import { ago, shortId, type Approval, type Execution, type NodeRow, type Selection, type Workflow } from './types.ts';
 import './style.css';
 
@@ -100,6 +101,9 @@ function App({ token }: { token: string }) {
   const [execTab, setExecTab] = useState<'all' | 'active' | 'history'>('all');
   const [wfTab, setWfTab] = useState<'live' | 'history'>('live');
   const [sideTab, setSideTab] = useState<'start' | 'deploy'>('start');
+  const [view, setView] = useState<'operate' | 'overview'>(() => (location.hash.includes('overview') ? 'overview' : 'operate'));
+  const live = useRef(new LiveStats());
+  const [tick, setTickValue] = useState(0);
   const [error, setError] = useState<string>();
   const [me, setMe] = useState<Me>();
   // Bumped when a list changes, so an open history page re-reads (coalesced to one read a second).
@@ -109,18 +113,34 @@ function App({ token }: { token: string }) {
   const feed = useMemo(() => new Feed(token, setStatus), [token]);
 
   useEffect(() => {
+    // Renders are coalesced to at most one per 150 ms: a busy cluster sends hundreds of rows a second, a person
+    // reads a few updates a second, and each render re-sorts the lists.
     let frame = 0;
+    let pending: ReturnType<typeof setTimeout> | undefined;
+    let lastRender = 0;
     let changeTimer: ReturnType<typeof setTimeout> | undefined;
+    const render = (): void => {
+      pending = undefined;
+      frame = requestAnimationFrame(() => ((frame = 0), (lastRender = performance.now()), setTick((t) => t + 1)));
+    };
     const bump = (): void => {
-      if (!frame) frame = requestAnimationFrame(() => ((frame = 0), setTick((t) => t + 1)));
+      if (frame || pending) return;
+      pending = setTimeout(render, Math.max(0, 150 - (performance.now() - lastRender)));
     };
     const changed = (): void => {
       if (!changeTimer) changeTimer = setTimeout(() => ((changeTimer = undefined), setChanges((c) => c + 1)), 1000);
     };
     const d = data.current;
+    const stats = live.current;
     const list = (stream: string, map: Map<string, never>, key: string): void =>
       feed.subscribe(stream, (m) => {
         applyList(map, m, key);
+        if (stream === 'executions') {
+          if (Array.isArray(m.snapshot)) {
+            for (const r of m.snapshot as Execution[]) stats.observe(r);
+            stats.primed = true;
+          } else if (m.upsert && typeof m.upsert === 'object') stats.observe(m.upsert as Execution);
+        }
         if (Array.isArray(m.snapshot)) loaded.current.add(stream);
         if (stream === 'executions' || stream === 'workflows') changed();
         bump();
@@ -129,13 +149,15 @@ function App({ token }: { token: string }) {
     list('workflows', d.workflows as never, 'execution_id');
     list('approvals', d.approvals as never, 'id');
     list('nodes', d.nodes as never, 'node_id');
-    const clock = setInterval(bump, 5000);
+    const clock = setInterval(() => (bump(), setTickValue((x) => x + 1)), 5000);
     api<Me>(token, 'GET', '/v1/whoami')
       .then(setMe)
       .catch(() => undefined);
     return () => {
       clearInterval(clock);
       if (changeTimer) clearTimeout(changeTimer);
+      if (pending) clearTimeout(pending);
+      if (frame) cancelAnimationFrame(frame);
       feed.close();
     };
   }, [feed, token]);
@@ -208,6 +230,14 @@ function App({ token }: { token: string }) {
         <span class={`conn c-${shown}`} data-testid="connection">
           {shown}
         </span>
+        <div class="views">
+          <button data-testid="operate-tab" class={view === 'operate' ? 'on' : ''} onClick={() => setView('operate')}>
+            operate
+          </button>
+          <button data-testid="overview-tab" class={view === 'overview' ? 'on' : ''} onClick={() => setView('overview')}>
+            overview
+          </button>
+        </div>
         <span class="stat" data-testid="stats">
           {ready
             ? `${d.executions.size >= 1000 ? `${d.executions.size}+ recent` : d.executions.size} executions · ${running} running · ${d.workflows.size} workflows · ${approvals.length} pending approvals · ${nodes.length} nodes`
@@ -226,7 +256,8 @@ function App({ token }: { token: string }) {
           </span>
         ) : null}
       </header>
-      <main>
+      {view === 'overview' ? <Overview token={token} live={live.current} nodes={d.nodes} tick={tick} /> : null}
+      <main style={view === 'overview' ? { display: 'none' } : undefined}>
         <section class="col lists">
           <div class="panel grow">
             <div class="panel-head">

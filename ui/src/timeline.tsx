@@ -117,8 +117,14 @@ export function ExecutionTimeline({ token, feed, id }: { token: string; feed: Fe
     };
     void load();
     // Every event of the execution may add a step: refetch at most every 300 ms while it moves.
-    const onEvent = (): void => {
-      if (!timer) timer = setTimeout(() => ((timer = undefined), void load()), 300);
+    // Step events (an iteration starting or ending, a refinement, the end) refetch within 300 ms; output chunks,
+    // which a chatty agent sends by the hundred, at most every 2 s.
+    let lastLoad = 0;
+    const onEvent = (m: Record<string, unknown>): void => {
+      if (timer) return;
+      const chunk = 'iteration_output' in m;
+      const wait = chunk ? Math.max(300, 2000 - (Date.now() - lastLoad)) : 300;
+      timer = setTimeout(() => ((timer = undefined), (lastLoad = Date.now()), void load()), wait);
     };
     feed.subscribe(`execution:${id}`, onEvent);
     return () => {

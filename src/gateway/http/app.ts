@@ -18,6 +18,8 @@ import { registerDispatchGatewayRoute } from './dispatch-gateway-route.ts';
 import { registerWsFeed } from './ws-feed.ts';
 import { FeedHub } from '../feed/hub.ts';
 import { registerDashboard } from './dashboard.ts';
+import { registerStatsRoutes } from './stats-routes.ts';
+import { StatsService } from '../../stats/history.ts';
 import type { EventBus } from '../../bus/bus.ts';
 import type { ExecutionService } from '../../agents/execution/service.ts';
 import type { GatewayRegistry } from '../../agents/execution/gateway-server.ts';
@@ -146,6 +148,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   if (deps.workflows) await registerWorkflowRoutes(app, deps.workflows);
   if (deps.executions) {
     registerExecutionRoutes(app, deps.executions);
+    registerStatsRoutes(app, new StatsService(deps.db));
     const hub = deps.bus ? new FeedHub({ db: deps.db, bus: deps.bus, nodes: { listNodes: () => deps.cluster.listNodes() as never }, logger: deps.logger }) : undefined;
     if (hub) app.addHook('onClose', () => hub.close());
     // orch_ws_subscribers at /metrics counts this feed's subscriptions while the app is up.
