@@ -6,6 +6,9 @@ import { startTestNode } from '../support/in-process-node.ts';
 import { raceManifest } from '../../bench/workflow-race.ts';
 import { humanWorkflow } from './ws-support.ts';
 import { preferWaitSeconds } from '../../src/gateway/http/prefer.ts';
+import type { ActorRuntime } from '../../src/actors/runtime.ts';
+import { awaitRunEnd } from '../../src/workflow/await-end.ts';
+import { Wakers } from '../../src/workflow/engine/wakers.ts';
 
 test('Prefer parsing: wait=N among other preferences, capped; malformed values ignored', (t) => {
   t.is(preferWaitSeconds('wait=5'), 5);
@@ -73,4 +76,32 @@ test('run-and-wait: a short run answers 200 with its end; a long one the run id 
     body: '{}',
   });
   t.is(missing.status, 404);
+});
+
+test('run-and-wait for a run held elsewhere: woken by its terminal event on the bus, not by the row poll', async (t) => {
+  const n = await startTestNode(t, { name: 'runwait-remote' });
+  const token = await n.token();
+  t.is((await n.api('POST', '/v1/workflows', { manifest_yaml: humanWorkflow('gate') }, token)).status, 201);
+  const started = await n.api<{ execution_id: string }>('POST', '/v1/workflows/gate/run', {}, token);
+  t.is(started.status, 201);
+  const id = started.body.execution_id;
+  // As another node sees it: the run is not live here and no terminal cache; the safety-net poll is 60 s, so only
+  // the bus can end the wait within the test's time.
+  const deps = { db: n.node.db, bus: n.node.bus, actors: { isLive: () => false } as unknown as ActorRuntime, wakers: new Wakers() };
+  const t0 = Date.now();
+  const waiting = awaitRunEnd(deps, id, 50_000, undefined, 60_000);
+  // Wait until the run is at its Human state, then answer it.
+  for (let i = 0; i < 200; i++) {
+    const row = await n.api<{ status: string }>('GET', `/v1/workflows/executions/${id}`, undefined, token);
+    if (row.body.status === 'waiting_for_human_input') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.is((await n.api('POST', `/v1/workflows/executions/${id}/signal`, { response: 'yes' }, token)).status, 200);
+  const end = await waiting;
+  t.is(end?.status, 'completed');
+  t.is(end?.blackboard['shipped'], true);
+  t.true(Date.now() - t0 < 45_000, 'ended by the bus wake-up, not the 60 s poll');
+  // Already ended before the wait began: the first row read answers it.
+  const again = await awaitRunEnd(deps, id, 5_000, undefined, 60_000);
+  t.is(again?.status, 'completed');
 });
