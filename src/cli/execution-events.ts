@@ -5,8 +5,8 @@ import { CliError } from './output.ts';
 
 export type EventJson = Record<string, Record<string, unknown>>;
 
-/** Reads an SSE response and calls `onData` with each `data:` payload parsed as JSON; `true` from it stops reading. */
-export async function readSse(res: Response, onData: (data: EventJson) => boolean | void): Promise<void> {
+/** Reads an SSE response and calls (and awaits) `onData` with each `data:` payload parsed as JSON; `true` from it stops reading. */
+export async function readSse(res: Response, onData: (data: EventJson) => boolean | void | Promise<boolean | void>): Promise<void> {
   if (!res.body) throw new CliError('the stream has no body');
   const decoder = new TextDecoder();
   let buffer = '';
@@ -21,7 +21,7 @@ export async function readSse(res: Response, onData: (data: EventJson) => boolea
         .filter((l) => l.startsWith('data:'))
         .map((l) => l.slice(5).trimStart())
         .join('\n');
-      if (data && onData(JSON.parse(data) as EventJson) === true) return;
+      if (data && (await onData(JSON.parse(data) as EventJson)) === true) return;
     }
   }
 }

@@ -3,6 +3,7 @@
 // (compact) as it completes and the final output, and exits non-zero unless the run completes. The `workflow` group is shared with the definition commands (deploy, ls, ...): found or created.
 import type { Command } from 'commander';
 import { ApiClient } from './client.ts';
+import { readSse } from './execution-events.ts';
 import { CliError, compactJson, printJson, printTable } from './output.ts';
 
 interface GlobalOpts {
@@ -48,31 +49,22 @@ function blackboardLines(bb: unknown): string[] {
 
 async function followRun(api: ApiClient, id: string, json: boolean): Promise<string> {
   const res = await api.raw('GET', `/v1/workflows/executions/${id}/stream`);
-  if (!res.body) throw new CliError('the stream has no body');
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let idx: number;
-    while ((idx = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, idx);
-      buffer = buffer.slice(idx + 2);
-      const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
-      if (!data) continue;
-      const ev = JSON.parse(data) as Record<string, Record<string, unknown>>;
-      const [type, p] = Object.entries(ev)[0] ?? ['', {}];
-      if (json) process.stdout.write(`${JSON.stringify(ev)}\n`);
-      else if (type === 'WorkflowStateCompleted') process.stdout.write(`${await stateLine(api, id, p)}\n`);
-      else if (type === 'WorkflowExecutionCompleted') process.stdout.write(`completed\n${finalOutput(p.final_output)}\n`);
-      else if (type === 'WorkflowStateEntered') process.stdout.write(`→ ${String(p.state_name)} (visit ${String(p.iteration_number)})\n`);
-      else if (type === 'WorkflowWaitingForHumanInput') process.stdout.write(`  waiting for human input: ${String(p.prompt)} (approval ${String(p.approval_id)})\n`);
-      else if (type.startsWith('WorkflowExecution') && type !== 'WorkflowExecutionStarted') process.stdout.write(`${type.slice('WorkflowExecution'.length).toLowerCase()}${p.reason ? `: ${String(p.reason)}` : ''}\n`);
-      if (type === 'WorkflowExecutionCompleted') return 'completed';
-      if (type === 'WorkflowExecutionFailed') return 'failed';
-      if (type === 'WorkflowExecutionCancelled') return 'cancelled';
-    }
-  }
-  return 'unknown';
+  let outcome = 'unknown';
+  await readSse(res, async (ev) => {
+    const [type, p] = Object.entries(ev)[0] ?? ['', {}];
+    if (json) process.stdout.write(`${JSON.stringify(ev)}\n`);
+    else if (type === 'WorkflowStateCompleted') process.stdout.write(`${await stateLine(api, id, p)}\n`);
+    else if (type === 'WorkflowExecutionCompleted') process.stdout.write(`completed\n${finalOutput(p.final_output)}\n`);
+    else if (type === 'WorkflowStateEntered') process.stdout.write(`→ ${String(p.state_name)} (visit ${String(p.iteration_number)})\n`);
+    else if (type === 'WorkflowWaitingForHumanInput') process.stdout.write(`  waiting for human input: ${String(p.prompt)} (approval ${String(p.approval_id)})\n`);
+    else if (type.startsWith('WorkflowExecution') && type !== 'WorkflowExecutionStarted') process.stdout.write(`${type.slice('WorkflowExecution'.length).toLowerCase()}${p.reason ? `: ${String(p.reason)}` : ''}\n`);
+    if (type === 'WorkflowExecutionCompleted') outcome = 'completed';
+    else if (type === 'WorkflowExecutionFailed') outcome = 'failed';
+    else if (type === 'WorkflowExecutionCancelled') outcome = 'cancelled';
+    else return false;
+    return true;
+  });
+  return outcome;
 }
 
 export function registerWorkflowRunCommands(program: Command): void {
