@@ -64,11 +64,12 @@ test('runGit: status, diff, commit and an alias run none of them, and still work
   t.deepEqual(await readdir(marks), []);
 });
 
-test('runGit: the caller\'s -C and -c are seen by the listing, and the overrides come after them', async (t) => {
+test('runGit: the caller\'s -c is seen by the listing and the overrides come after it; -C is refused', async (t) => {
   const { repo, marks } = await hostileRepo(t);
-  const elsewhere = path.dirname(repo);
-  t.regex((await runGit(['-C', repo, '-c', `core.fsmonitor=touch ${marks}/cli`, 'status', '--porcelain'], { cwd: elsewhere, protocols: ['https'] })).stdout, /M a\.txt/);
+  t.regex((await runGit(['-c', `core.fsmonitor=touch ${marks}/cli`, 'status', '--porcelain'], { cwd: repo, protocols: ['https'] })).stdout, /M a\.txt/);
   t.deepEqual(await readdir(marks), []);
+  // The frozen config is o.cwd's (src/git/run.ts): another repository's would be read live.
+  await t.throwsAsync(runGit(['-C', repo, 'status'], { cwd: path.dirname(repo), protocols: ['https'] }), { message: /-C, --git-dir and --work-tree are refused/ });
 });
 
 test('listConfigArgs keeps only the options that locate the repository and its config; safeGitArgs puts ours last', (t) => {
