@@ -13,6 +13,7 @@
 // (builtin_dispatchers `git` config `allow_local_repos: true`). Other schemes (ssh, git, http, ext::…) are refused;
 // GIT_ALLOW_PROTOCOL enforces the same list inside git (submodules, redirects). Credentials in the URL are stored
 // (refresh and push need them) but redacted in every answer, error and log line.
+import { existsSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
@@ -133,6 +134,13 @@ export function checkRepoUrl(url: unknown, allowLocal: boolean): string[] {
   throw bad(`repo_url must be an https:// URL${localHint}; got ${redactUrl(url).slice(0, 100)}`);
 }
 
+/** A local upstream (allowed only where the node allows local repositories): git must be able to push into it. */
+function localUpstream(url: string): string[] {
+  const p = url.startsWith('/') && !url.startsWith('//') ? url : /^file:\/\/\//i.test(url) ? decodeURIComponent(url.slice('file://'.length)) : null;
+  // A path that does not exist is left to git to report (bwrap would refuse to bind it, less clearly).
+  return p && existsSync(p) ? [p] : [];
+}
+
 function checkRef(ref: unknown): string | null {
   if (ref === undefined || ref === null || ref === '') return null;
   if (typeof ref !== 'string' || ref.length > 250 || !/^[A-Za-z0-9._/-]+$/.test(ref) || ref.startsWith('-') || ref.includes('..') || ref.endsWith('/') || ref.endsWith('.lock')) {
@@ -203,6 +211,7 @@ export class GitService {
       protocols: checkRepoUrl(r.repo_url, this.o.settings.allowLocalRepos),
       timeoutMs: this.o.settings.timeoutSecs * 1000,
       secrets: urlSecrets(r.repo_url),
+      writable: localUpstream(r.repo_url),
     });
   }
 
@@ -253,13 +262,17 @@ export class GitService {
       await this.update(input.tenantId, id, { volume_id: volumeId });
       const dir = await this.o.volumes.hostPath(input.tenantId, volumeId);
       this.log.info({ binding: id, tenant: input.tenantId, repo: redactUrl(repoUrl), ref }, 'git clone');
-      await runGit(['clone', '--no-hardlinks', ...(ref ? ['--branch', ref] : []), '--', repoUrl, '.'], {
+      // --no-checkout: the clone writes `.git/config` while it runs, so it cannot run under a frozen copy; the
+      // checkout (which runs the filters the attributes name) is a second git run that does (src/git/run.ts).
+      await runGit(['clone', '--no-checkout', '--no-hardlinks', ...(ref ? ['--branch', ref] : []), '--', repoUrl, '.'], {
         cwd: dir,
         protocols,
         timeoutMs: this.o.settings.timeoutSecs * 1000,
         secrets: urlSecrets(repoUrl),
+        writable: localUpstream(repoUrl),
       });
       const r = await this.row(input.tenantId, id);
+      if (await this.head(r, dir)) await this.git(r, dir, ['reset', '-q', '--hard']);
       await this.o.volumes.recount(input.tenantId, volumeId);
       await this.update(input.tenantId, id, { status: 'ready', head_commit: await this.head(r, dir), error: null });
     } catch (err) {
@@ -340,7 +353,9 @@ export class GitService {
       const branch = r.ref ?? current;
       const remoteBranch = branch ? (await this.git(r, dir, ['rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`]).catch(() => ({ stdout: '' }))).stdout.trim() : '';
       if (remoteBranch) {
-        if (current !== branch) await this.git(r, dir, ['checkout', '-q', branch]);
+        // --no-track: git runs with its config bound read-only (src/git/run.ts), so it cannot record an upstream;
+        // the merge below names the remote branch itself.
+        if (current !== branch) await this.git(r, dir, ['checkout', '-q', '--no-track', branch]);
         try {
           await this.git(r, dir, ['merge', '--ff-only', '-q', `refs/remotes/origin/${branch}`]);
         } catch (err) {
