@@ -20,7 +20,8 @@
 // family `--no-ext-diff --no-textconv` (diff.external, diff.<driver>.command, textconv). What remains tied to the
 // listing are drivers named by the repository's own attributes (`filter.<x>.clean/smudge/process`,
 // `merge.<x>.driver`) and `remote.<x>.uploadpack/receivepack`: git (2.39) has no option that turns those off for
-// any name; docs/SECURITY.md says so.
+// any name; docs/SECURITY.md says so. The host's git (src/git/run.ts) closes that window another way: its listing
+// and command both read one frozen copy of the config, bound read-only under bubblewrap.
 
 /** Overrides applied to every invocation, whatever the config holds. */
 export const FIXED_GIT_OVERRIDES: ReadonlyArray<readonly [string, string]> = [
