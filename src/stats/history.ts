@@ -33,24 +33,24 @@ export class StatsService {
          SELECT generate_series(date_trunc('minute', now()) - ($2::INT - 1) * interval '1 minute', date_trunc('minute', now()), interval '1 minute') AS m
        ),
        started AS (
-         SELECT date_trunc('minute', created_at) AS m, count(*)::INT AS n
+         SELECT date_trunc('minute', created_at) AS m, count(*)::INT4 AS n
          FROM executions WHERE tenant_id = $1 AND created_at >= date_trunc('minute', now()) - ($2::INT - 1) * interval '1 minute' GROUP BY 1
        ),
        finished AS (
          SELECT date_trunc('minute', completed_at) AS m,
-                count(*) FILTER (WHERE status = 'completed')::INT AS completed,
-                count(*) FILTER (WHERE status = 'failed')::INT AS failed,
+                count(*) FILTER (WHERE status = 'completed')::INT4 AS completed,
+                count(*) FILTER (WHERE status = 'failed')::INT4 AS failed,
                 percentile_cont(0.5) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM completed_at - COALESCE(started_at, created_at)) * 1000) AS p50,
                 percentile_cont(0.99) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM completed_at - COALESCE(started_at, created_at)) * 1000) AS p99,
                 sum(prompt_tokens + completion_tokens)::BIGINT AS tokens
          FROM executions WHERE tenant_id = $1 AND completed_at >= date_trunc('minute', now()) - ($2::INT - 1) * interval '1 minute' GROUP BY 1
        ),
        wf_started AS (
-         SELECT date_trunc('minute', created_at) AS m, count(*)::INT AS n
+         SELECT date_trunc('minute', created_at) AS m, count(*)::INT4 AS n
          FROM workflow_executions WHERE tenant_id = $1 AND created_at >= date_trunc('minute', now()) - ($2::INT - 1) * interval '1 minute' GROUP BY 1
        ),
        wf_finished AS (
-         SELECT date_trunc('minute', completed_at) AS m, count(*)::INT AS n
+         SELECT date_trunc('minute', completed_at) AS m, count(*)::INT4 AS n
          FROM workflow_executions WHERE tenant_id = $1 AND completed_at >= date_trunc('minute', now()) - ($2::INT - 1) * interval '1 minute' GROUP BY 1
        )
        SELECT EXTRACT(EPOCH FROM span.m)::BIGINT::TEXT AS t,
