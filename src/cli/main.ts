@@ -35,7 +35,7 @@ const program = new Command();
 program
   .name('orch')
   .description('orch: run LLM agents and durable workflows, safely, on one laptop or many nodes')
-  .version(packageVersion(), '-V, --version', 'print the version of orch')
+  .addHelpText('after', '\nVersion:\n  orch --version | -V   print the version of orch')
   .option('--json', 'print JSON for scripts instead of tables')
   .option('--url <url>', 'orch HTTP address (default ORCH_URL or http://127.0.0.1:8080)')
   .option('--token <token>', 'bearer token (default ORCH_TOKEN)')
@@ -179,7 +179,11 @@ registerWorkflowRunCommands(program);
 registerApprovalCommands(program);
 
 try {
-  await program.parseAsync(process.argv);
+  // `--version` is read only as the first argument, not through commander's .version(): program options are also
+  // recognised after a subcommand, so `orch workflow get x --version 1.0.0` printed orch's version instead.
+  const first = process.argv[2];
+  if (first === '--version' || first === '-V') process.stdout.write(`${packageVersion()}\n`);
+  else await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof ConfigError) {
     process.stderr.write(`orch: ${err.message}\n`);
