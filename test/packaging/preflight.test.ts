@@ -30,7 +30,8 @@ function preflight(env: NodeJS.ProcessEnv): Promise<Run> {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
+    // 'close', not 'exit': 'exit' can come before the last of stdout/stderr has been read (empty stderr seen in the full suite).
+    child.once('close', (code) => resolve({ code, stdout, stderr, ms: Date.now() - started }));
   });
 }
 

@@ -241,10 +241,14 @@ test('history pages through 10,000 executions with filters and search by id', as
   for (let i = 0; i < 3; i++) await page.getByTestId('hx-older').click();
   await page.locator('[data-testid="hx-rows"][data-page="3"]').waitFor({ timeout: 60_000 });
   await page.getByTestId('hx-range').filter({ hasText: '151–200' }).waitFor({ timeout: 60_000 });
+  // The range label moves with the page number; the rows follow when that page's fetch answers (the full suite saw
+  // 'bulk 101' still shown for a moment), so wait for the row itself.
+  await rows.locator('.hrow .input').first().filter({ hasText: /^bulk 151$/ }).waitFor({ timeout: 60_000 });
   t.is(await rows.locator('.hrow .input').first().textContent(), 'bulk 151');
   // Filter: failed only (every 10th), newest first.
   await page.getByTestId('hx-status').selectOption('failed');
   await page.getByTestId('hx-range').filter({ hasText: /^1–50$/ }).waitFor({ timeout: 60_000 });
+  await rows.locator('.hrow .input').first().filter({ hasText: /^bulk 10$/ }).waitFor({ timeout: 60_000 });
   const statuses = await rows.locator('.hrow').evaluateAll((els) => els.map((e) => e.getAttribute('data-status')));
   t.is(statuses.length, 50);
   t.true(statuses.every((s) => s === 'failed'));
