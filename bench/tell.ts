@@ -13,35 +13,9 @@ import { percentile } from './stats.ts';
 import { eventually, type NodeProcess } from '../test/support/node-process.ts';
 import { Cleanup, allActive, llmProviders, nodeStarter, scratch, startHoldingLlm, type Scratch } from '../test/cluster/processes.ts';
 import { api, type Api } from '../test/cluster/support.ts';
+import { TELL_CANCEL_AGENT as AGENT, TELL_LOOP_WORKFLOW as LOOP } from '../test/cluster/tell-fixtures.ts';
 
-const LOOP = `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: tell-loop, version: 1.0.0 }
-spec:
-  initial_state: gate
-  states:
-    gate:
-      kind: Human
-      prompt: 'Again?'
-      max_state_visits: 20
-      transitions:
-        - { condition: input_equals_yes, target: gate }
-        - { condition: input_equals_no, target: done }
-    done:
-      kind: Human
-      prompt: 'Never answered'
-      transitions: []
-`;
 
-const AGENT = `apiVersion: orch.dev/v1
-kind: Agent
-metadata: { name: tell-cancel, version: 1.0.0 }
-spec:
-  runtime: { language: node, version: "20", isolation: process, model: default }
-  task: { instruction: Answer in one word. }
-  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 120, iteration_timeout: 120, validation: [] }
-  security: { resources: { timeout: 300 } }
-`;
 
 export interface TellFigures {
   approvalViaOther: number[];

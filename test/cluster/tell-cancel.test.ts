@@ -9,16 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { eventually } from '../support/node-process.ts';
 import { allActive, llmProviders, nodeStarter, scratch, startHoldingLlm } from './processes.ts';
 import { api, type Api } from './support.ts';
+import { TELL_CANCEL_AGENT as AGENT } from './tell-fixtures.ts';
 
-const AGENT = `apiVersion: orch.dev/v1
-kind: Agent
-metadata: { name: tell-cancel, version: 1.0.0 }
-spec:
-  runtime: { language: node, version: "20", isolation: process, model: default }
-  task: { instruction: Answer in one word. }
-  execution: { mode: one-shot, max_iterations: 1, llm_timeout_seconds: 120, iteration_timeout: 120, validation: [] }
-  security: { resources: { timeout: 300 } }
-`;
 
 test('a cancel through either controller reaches the worker running the execution at once', async (t) => {
   t.timeout(5 * 60_000);

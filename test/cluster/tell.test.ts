@@ -11,25 +11,8 @@ import { eventually, type NodeProcess } from '../support/node-process.ts';
 import { makeTestIdp } from '../support/jwks.ts';
 import { nodeStarter, scratch, type Scratch } from './processes.ts';
 import { api, type Api } from './support.ts';
+import { TELL_LOOP_WORKFLOW as LOOP } from './tell-fixtures.ts';
 
-const LOOP = `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: tell-loop, version: 1.0.0 }
-spec:
-  initial_state: gate
-  states:
-    gate:
-      kind: Human
-      prompt: 'Again?'
-      max_state_visits: 20
-      transitions:
-        - { condition: input_equals_yes, target: gate }
-        - { condition: input_equals_no, target: done }
-    done:
-      kind: Human
-      prompt: 'Never answered'
-      transitions: []
-`;
 
 interface Setup {
   s: Scratch;
