@@ -173,6 +173,18 @@ node
     if (g.json) printJson(res);
     else process.stdout.write(`node ${id} is ${String(res.status)}${res.already_draining ? ' (already draining)' : ''}\n`);
   });
+node
+  .command('undrain')
+  .description('route new executions to a drained node again (operator only)')
+  .argument('<id>', 'node id')
+  .option('--reason <text>', 'why, shown in logs')
+  .action(async (id: string, opts: { reason?: string }) => {
+    const g = program.opts<GlobalOpts>();
+    const client = new ApiClient(g, process.env);
+    const res = await client.request<Record<string, unknown>>('POST', `/v1/cluster/nodes/${encodeURIComponent(id)}/undrain`, opts.reason ? { reason: opts.reason } : {});
+    if (g.json) printJson(res);
+    else process.stdout.write(`node ${id} is ${String(res.status)}${res.already_active ? ' (was not draining)' : ''}\n`);
+  });
 
 // After every other group: `orch workflow` may already exist (definition commands); the run commands join it.
 registerWorkflowRunCommands(program);

@@ -132,6 +132,9 @@ export class Membership {
       active_execution_count: req.active_execution_count,
       cpu_utilization_percent: Math.round(req.cpu_utilization_percent * 10) / 10,
       memory_utilization_percent: Math.round(req.memory_utilization_percent * 10) / 10,
+      ...(req.event_loop_delay_ms !== undefined && Number.isFinite(req.event_loop_delay_ms) && req.event_loop_delay_ms >= 0
+        ? { event_loop_delay_ms: Math.round(req.event_loop_delay_ms * 10) / 10 }
+        : {}),
     });
     const reported = reportedStatus(req.status);
     const fast = await this.batch.record({ nodeId: claims.nodeId, sessionId: claims.sessionId, peerId: req.peer_id, load, reported, stampMs: stamp.sentAtMs, nonce: stamp.nonce });
@@ -151,6 +154,9 @@ export class Membership {
       let status: PeerStatus = row.status;
       if (status === 'UNHEALTHY') status = row.drain_requested_at !== null || reported === 'DRAINING' ? 'DRAINING' : 'ACTIVE';
       else if (status === 'ACTIVE' && reported === 'DRAINING') status = 'DRAINING';
+      // Undrained: no operator drain stands and the member says it takes work again (a heartbeat sent before the
+      // undrain command reached it may have put the row back to DRAINING).
+      else if (status === 'DRAINING' && row.drain_requested_at === null && reported === 'ACTIVE') status = 'ACTIVE';
       await tx.query(
         `UPDATE cluster_nodes SET last_heartbeat_at = now(), heartbeat_count = heartbeat_count + 1, load = $2, status = $3,
            commands = NULL, heartbeat_stamp_ms = $4, heartbeat_nonce = $5, updated_at = now() WHERE node_id = $1`,
@@ -201,6 +207,33 @@ export class Membership {
     await this.publish([out.event]);
     if (!out.already) this.log.info({ peer: nodeId, reason }, 'drain requested');
     return { node_id: nodeId, status: 'DRAINING', already: out.already };
+  }
+
+  /**
+   * Operator undrain: ACTIVE now (an UNHEALTHY member stays UNHEALTHY, its drain forgotten), any drain command not yet
+   * delivered dropped, an undrain command on the member's next heartbeat response. Idempotent: a member that is not
+   * draining answers `already: true` and nothing is written.
+   */
+  async undrain(nodeId: string, reason = 'operator request'): Promise<{ node_id: string; status: PeerStatus; already: boolean }> {
+    const out = await this.o.db.tx(async (tx) => {
+      const row = await this.lock(tx, nodeId);
+      if (!row || row.status === 'DEREGISTERED') throw new OrchError(Errors.NOT_FOUND, `node ${nodeId} not found`);
+      if (row.drain_requested_at === null && row.status !== 'DRAINING') return { already: true, status: row.status, event: null };
+      const status: PeerStatus = row.status === 'UNHEALTHY' ? 'UNHEALTHY' : 'ACTIVE';
+      const undrain: NodeCommand = { command: { $case: 'undrain', value: { reason } } };
+      const waiting = (row.commands ?? []).filter((c) => c.command?.$case !== 'drain');
+      const commands = row.peer_id === null ? (waiting.length ? waiting : null) : [...waiting, undrain];
+      await tx.query(
+        `UPDATE cluster_nodes SET status = $2, drain_requested_at = NULL, drain_reason = NULL, commands = $3::JSONB, updated_at = now()
+         WHERE node_id = $1`,
+        [nodeId, status, commands === null ? null : JSON.stringify(commands)],
+      );
+      const event = status !== row.status ? await appendEvent(tx, nodeStream(nodeId), 'status_changed', { node_id: nodeId, status, previous: row.status, reason }) : null;
+      return { already: false, status, event };
+    });
+    await this.publish([out.event]);
+    if (!out.already) this.log.info({ peer: nodeId, reason }, 'undrain requested');
+    return { node_id: nodeId, status: out.status, already: out.already };
   }
 
   /** Queues a command for a member's next heartbeat response (shutdown, sync_config …). */
@@ -334,7 +367,8 @@ export const PLAIN_SQL = `UPDATE cluster_nodes c SET last_heartbeat_at = now(), 
      heartbeat_stamp_ms = v.stamp_ms, heartbeat_nonce = v.nonce, updated_at = now()
    FROM (SELECT * FROM ${BEATS}) v
    WHERE c.node_id = ANY($1::TEXT[]) AND c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
-     AND (c.status = 'DRAINING' OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE')) AND ${LATER}
+     AND ((c.status = 'DRAINING' AND (c.drain_requested_at IS NOT NULL OR v.reported = 'DRAINING')) OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE'))
+     AND ${LATER}
    RETURNING c.node_id, c.session_id, c.peer_id, c.heartbeat_stamp_ms, c.heartbeat_nonce`;
 
 export const RECOVER_SQL = `WITH v AS (SELECT * FROM ${BEATS}),
@@ -381,7 +415,7 @@ function onePerMember(beats: PlainBeat[]): PlainBeat[] {
  * nothing next to the period. The members of a batch that come back from UNHEALTHY (a healed partition brings hundreds
  * at once) are written by one more statement that changes their status and appends their status events together.
  * Both statements check and record the heartbeat's envelope stamp (the replay refusal). `record` answers the written
- * heartbeat, or undefined for one that takes the slow path (commands waiting, a drain reported, session or peer wrong,
+ * heartbeat, or undefined for one that takes the slow path (commands waiting, a drain reported or ended, session or peer wrong,
  * a stamp not later than the last, a concurrent status event); it rejects with UNAVAILABLE when the batch could not be
  * written (the member's next heartbeat is).
  */

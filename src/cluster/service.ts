@@ -1,5 +1,5 @@
 // The cluster capability's service object behind HTTP and the CLI: the members with status and load, and the
-// operator's drain (docs/CLUSTER.md). Membership itself (AttestNode … DeregisterNode) is src/cluster/membership.ts.
+// operator's drain and undrain (docs/CLUSTER.md). Membership itself (AttestNode … DeregisterNode) is src/cluster/membership.ts.
 import type { Db } from '../storage/db.ts';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Membership } from './membership.ts';
@@ -56,6 +56,14 @@ export class ClusterService {
     const r = await this.membership.drain(nodeId, reason && reason.trim() ? reason.trim() : 'operator request');
     this.onMembershipChanged();
     return { node_id: r.node_id, status: r.status, already_draining: r.already };
+  }
+
+  /** Operator undrain: ACTIVE again, the undrain command on the member's next heartbeat response. */
+  async undrain(nodeId: string, reason?: string): Promise<{ node_id: string; status: string; already_active: boolean }> {
+    if (!this.membership) throw new OrchError(Errors.NOT_IMPLEMENTED, 'undrain is served by controller nodes');
+    const r = await this.membership.undrain(nodeId, reason && reason.trim() ? reason.trim() : 'operator request');
+    this.onMembershipChanged();
+    return { node_id: r.node_id, status: r.status, already_active: r.already };
   }
 
   async listNodes(status?: PeerStatus): Promise<NodeView[]> {

@@ -1,6 +1,6 @@
 // The worker's side of membership (docs/CLUSTER.md "The worker"): attest → challenge → register → heartbeat every
-// period with its load, token refreshed before it expires, commands in heartbeat responses obeyed (drain, shutdown,
-// sync_config), and a fresh attestation whenever the controller refuses the session (its token expired or was
+// period with its load, token refreshed before it expires, commands in heartbeat responses obeyed (drain, undrain,
+// shutdown, sync_config), and a fresh attestation whenever the controller refuses the session (its token expired or was
 // superseded, it was deregistered, the controller lost its row). A controller that cannot be reached is retried
 // without dropping the session, so a worker cut off the network rejoins on its own when the link returns.
 // Several controllers (docs/CLUSTER.md "Several controllers"): the worker talks to one at a time; when it has been
@@ -21,6 +21,8 @@ export interface WorkerLoad {
   active_execution_count: number;
   cpu_utilization_percent: number;
   memory_utilization_percent: number;
+  /** Event-loop delay, 99th percentile since the previous sample, ms (absent when not measured). */
+  event_loop_delay_ms?: number;
 }
 
 export interface WorkerMembershipOptions {
@@ -50,8 +52,8 @@ export interface WorkerMembershipOptions {
 export type MembershipState = 'joining' | 'member' | 'stopped';
 
 /**
- * Events: `joined` (peerId), `heartbeat` (commands), `drain` (DrainCommand), `drained` (no execution left while
- * draining), `config` (hash applied), `shutdown` (reason), `refused` (error message; a new attestation follows),
+ * Events: `joined` (peerId), `heartbeat` (commands), `drain` (DrainCommand), `undrain` (UndrainCommand), `drained`
+ * (no execution left while draining), `config` (hash applied), `shutdown` (reason), `refused` (error message; a new attestation follows),
  * `failover` (from, to: the controller addresses).
  */
 export class WorkerMembership extends EventEmitter {
@@ -65,6 +67,8 @@ export class WorkerMembership extends EventEmitter {
   private tokenIssuedAt = 0;
   private peerId: string | undefined;
   private draining = false;
+  /** A graceful shutdown drains too; an undrain command does not end that drain. */
+  private shuttingDown = false;
   private reportedDrained = false;
   private appliedHash: string | undefined;
   private heartbeatMs: number;
@@ -155,6 +159,7 @@ export class WorkerMembership extends EventEmitter {
         cpu_utilization_percent: load.cpu_utilization_percent,
         memory_utilization_percent: load.memory_utilization_percent,
         status: this.draining ? NodePeerStatus.DRAINING : NodePeerStatus.ACTIVE,
+        ...(load.event_loop_delay_ms !== undefined ? { event_loop_delay_ms: load.event_loop_delay_ms } : {}),
       },
       this.creds(),
     );
@@ -176,6 +181,13 @@ export class WorkerMembership extends EventEmitter {
         if (!this.draining) this.log.info({ reason: c.value.reason }, 'drain command: taking no new executions');
         this.draining = true;
         this.emit('drain', c.value);
+        return;
+      case 'undrain':
+        if (this.shuttingDown || !this.draining) return;
+        this.log.info({ reason: c.value.reason }, 'undrain command: taking new executions again');
+        this.draining = false;
+        this.reportedDrained = false;
+        this.emit('undrain', c.value);
         return;
       case 'sync_config':
         await this.syncConfig(c.value.config_hash);
@@ -217,6 +229,7 @@ export class WorkerMembership extends EventEmitter {
 
   private async shutdown(reason: string, graceful: boolean, graceS?: number): Promise<void> {
     this.log.info({ reason, graceful }, 'shutdown command');
+    this.shuttingDown = true;
     if (graceful) {
       this.draining = true;
       const deadline = graceS === undefined ? Infinity : Date.now() + graceS * 1000;

@@ -19,6 +19,7 @@ import { pendingApprovalOf, resolveApproval } from './approvals/repo.ts';
 import type { WorkflowDefinition } from './registry/types.ts';
 import { validateWorkflowInput } from './input.ts';
 import { awaitRunEnd } from './await-end.ts';
+import { uuidPrefixRange } from '../storage/id-prefix.ts';
 import { workflowStarted } from '../observability/runs.ts';
 
 /** Where runs get their workflow: the registry (WorkflowDefinitionService), behind the smallest interface. */
@@ -302,13 +303,14 @@ export class WorkflowExecutionService {
     return viewOf(await this.row(tenant, id));
   }
 
-  async list(tenant: string, f: { workflow?: string; status?: string; limit?: number; offset?: number }): Promise<WorkflowExecutionView[]> {
+  async list(tenant: string, f: { workflow?: string; status?: string; idPrefix?: string; limit?: number; offset?: number }): Promise<WorkflowExecutionView[]> {
     if (f.status !== undefined && !['running', 'waiting_for_human_input', 'completed', 'failed', 'cancelled'].includes(f.status)) {
       throw new OrchError(Errors.BAD_REQUEST, `unknown status ${f.status}`);
     }
     const limit = Math.min(Math.max(f.limit ?? 20, 1), 200);
     const offset = Math.max(f.offset ?? 0, 0);
-    const rows = await repo.listWorkflowExecutions(this.d.db, tenant, { workflow: f.workflow, status: f.status, limit, offset });
+    const idRange = f.idPrefix !== undefined ? uuidPrefixRange(f.idPrefix) : undefined;
+    const rows = await repo.listWorkflowExecutions(this.d.db, tenant, { workflow: f.workflow, status: f.status, idRange, limit, offset });
     return rows.map(viewOf);
   }
 

@@ -44,7 +44,7 @@ test('the document covers every route, its auth and errors, and the seed routes 
     if (!open) t.truthy(op.responses?.['401'], `${r.method} ${r.url} documents 401`);
   }
   const listOp = doc.paths['/v1/executions']!.get!;
-  t.deepEqual(listOp.parameters?.map((p) => `${p.in}:${p.name}`).sort(), ['query:agent_id', 'query:limit', 'query:offset', 'query:status']);
+  t.deepEqual(listOp.parameters?.map((p) => `${p.in}:${p.name}`).sort(), ['query:agent_id', 'query:id_prefix', 'query:limit', 'query:offset', 'query:status']);
   t.truthy(doc.paths['/v1/workflows/{name}/run']!.post!.requestBody, 'the run body is described');
 
   // The seed routes answer only what is documented for them.

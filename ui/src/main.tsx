@@ -182,6 +182,15 @@ function App({ token }: { token: string }) {
     }
   };
 
+  const undrain = async (n: NodeRow): Promise<void> => {
+    setError(undefined);
+    try {
+      await api(token, 'POST', `/v1/cluster/nodes/${encodeURIComponent(n.node_id)}/undrain`, { reason: 'undrained from the dashboard' });
+    } catch (err) {
+      setError(`undrain failed: ${errorText(err)}`);
+    }
+  };
+
   const ready = loaded.current.size === 4;
   const shown: Status | 'loading' = status === 'live' && !ready ? 'loading' : status;
   const loading = (what: string) =>
@@ -389,7 +398,7 @@ function App({ token }: { token: string }) {
                 <tr>
                   <th>node</th>
                   <th>status</th>
-                  <th>load</th>
+                  <th>cpu</th>
                   <th>mem</th>
                   <th>beat</th>
                   {operator ? <th /> : null}
@@ -404,14 +413,18 @@ function App({ token }: { token: string }) {
                     <td>
                       <Badge status={n.status.toLowerCase()} />
                     </td>
-                    <td>{typeof n.load?.cpu_load_1m === 'number' ? n.load.cpu_load_1m.toFixed(2) : '–'}</td>
-                    <td>{typeof n.load?.memory_utilization_percent === 'number' ? `${n.load.memory_utilization_percent}%` : '–'}</td>
+                    <td>{typeof n.load?.cpu_utilization_percent === 'number' ? `${Math.round(n.load.cpu_utilization_percent)}%` : '–'}</td>
+                    <td>{typeof n.load?.memory_utilization_percent === 'number' ? `${Math.round(n.load.memory_utilization_percent)}%` : '–'}</td>
                     <td class="muted">{ago(n.last_heartbeat_at)}</td>
                     {operator ? (
                       <td>
                         {n.status === 'ACTIVE' ? (
                           <button class="link" data-testid={`drain-${n.node_id}`} onClick={() => void drain(n)}>
                             drain
+                          </button>
+                        ) : n.status === 'DRAINING' ? (
+                          <button class="link" data-testid={`undrain-${n.node_id}`} onClick={() => void undrain(n)}>
+                            undrain
                           </button>
                         ) : null}
                       </td>

@@ -90,6 +90,8 @@ export async function getTenantExecution(db: Queryable, tenantId: string, id: st
 export interface ListFilter {
   agentId?: string | undefined;
   status?: string | undefined;
+  /** `id BETWEEN low AND high` (storage/id-prefix.ts): a prefix search on the primary key. */
+  idRange?: { low: string; high: string } | undefined;
   limit: number;
   offset: number;
 }
@@ -104,6 +106,10 @@ export async function listExecutions(db: Queryable, tenantId: string, f: ListFil
   if (f.status) {
     params.push(f.status);
     where.push(`status = $${params.length}`);
+  }
+  if (f.idRange) {
+    params.push(f.idRange.low, f.idRange.high);
+    where.push(`id BETWEEN $${params.length - 1}::UUID AND $${params.length}::UUID`);
   }
   params.push(f.limit, f.offset);
   const res = await db.query<ExecutionRow>(

@@ -12,6 +12,7 @@ import { EXECUTION_KIND, type ExecutionMessage } from './actor.ts';
 import { appendExecutionEvent, ExecutionHistory, executionStream, readExecutionEvents, TERMINAL_EVENTS } from './events.ts';
 import { readTimeline, type Timeline } from './timeline.ts';
 import * as repo from './repo.ts';
+import { uuidPrefixRange } from '../../storage/id-prefix.ts';
 import type { Teller } from '../../actors/tell.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -194,14 +195,15 @@ export class ExecutionService {
     return row;
   }
 
-  async list(tenant: string, f: { agentId?: string; status?: string; limit?: number; offset?: number }): Promise<ExecutionView[]> {
+  async list(tenant: string, f: { agentId?: string; status?: string; idPrefix?: string; limit?: number; offset?: number }): Promise<ExecutionView[]> {
     if (f.agentId !== undefined && !isUuid(f.agentId)) throw new OrchError(Errors.BAD_REQUEST, 'Invalid agent ID');
     if (f.status !== undefined && !['pending', 'running', 'completed', 'failed', 'cancelled'].includes(f.status)) {
       throw new OrchError(Errors.BAD_REQUEST, `unknown status ${f.status}`);
     }
     const limit = Math.min(Math.max(f.limit ?? 20, 1), 200);
     const offset = Math.max(f.offset ?? 0, 0);
-    const rows = await repo.listExecutions(this.db, tenant, { agentId: f.agentId, status: f.status, limit, offset });
+    const idRange = f.idPrefix !== undefined ? uuidPrefixRange(f.idPrefix) : undefined;
+    const rows = await repo.listExecutions(this.db, tenant, { agentId: f.agentId, status: f.status, idRange, limit, offset });
     return rows.map(view);
   }
 

@@ -1,6 +1,7 @@
 // GET /v1/cluster/nodes: the members this cluster knows, from cluster_nodes (CONTRACT.md);
-// POST /v1/cluster/nodes/{node_id}/drain (operator only): stop routing to a node, let its executions finish.
-import type { FastifyInstance } from 'fastify';
+// POST /v1/cluster/nodes/{node_id}/drain (operator only): stop routing to a node, let its executions finish;
+// POST /v1/cluster/nodes/{node_id}/undrain (operator only): route to it again.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hasRole } from '../../auth/roles.ts';
 import { principalOf } from './auth-hook.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
@@ -21,11 +22,23 @@ export function registerClusterRoutes(app: FastifyInstance, cluster: ClusterServ
   });
 
   app.post<{ Params: { node_id: string }; Body: { reason?: unknown } | undefined }>('/v1/cluster/nodes/:node_id/drain', async (request) => {
-    const p = principalOf(request);
-    if (!hasRole(p, 'operator')) throw new OrchError(Errors.FORBIDDEN, 'draining a node needs the operator role');
-    const reason = request.body?.reason;
-    if (reason !== undefined && typeof reason !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'reason must be a string');
-    if (typeof reason === 'string' && reason.length > 500) throw new OrchError(Errors.BAD_REQUEST, 'reason is longer than 500 characters');
+    const reason = operatorReason(request, 'draining');
     return cluster.drain(request.params.node_id, reason);
   });
+
+  app.post<{ Params: { node_id: string }; Body: { reason?: unknown } | undefined }>('/v1/cluster/nodes/:node_id/undrain', async (request) => {
+    const reason = operatorReason(request, 'undraining');
+    return cluster.undrain(request.params.node_id, reason);
+  });
+}
+
+/** Drain and undrain: the operator role (403 otherwise), then an optional `reason` string of at most 500 characters. */
+function operatorReason(request: FastifyRequest<{ Body: { reason?: unknown } | undefined }>, what: string): string | undefined {
+  if (!hasRole(principalOf(request), 'operator')) throw new OrchError(Errors.FORBIDDEN, `${what} a node needs the operator role`);
+  const body = request.body as unknown;
+  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) throw new OrchError(Errors.BAD_REQUEST, 'the body must be a JSON object');
+  const reason = request.body?.reason;
+  if (reason !== undefined && typeof reason !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'reason must be a string');
+  if (typeof reason === 'string' && reason.length > 500) throw new OrchError(Errors.BAD_REQUEST, 'reason is longer than 500 characters');
+  return reason;
 }

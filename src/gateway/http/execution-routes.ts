@@ -87,6 +87,7 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     const list = await executions.list(p.tenantId, {
       ...(q.agent_id !== undefined ? { agentId: q.agent_id } : {}),
       ...(q.status !== undefined ? { status: q.status } : {}),
+      ...(q.id_prefix !== undefined ? { idPrefix: q.id_prefix } : {}),
       ...(limit !== undefined ? { limit } : {}),
       ...(offset !== undefined ? { offset } : {}),
     });

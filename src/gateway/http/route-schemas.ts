@@ -23,6 +23,7 @@ export type PageQuery = Static<typeof PageQuery>;
 export const ExecutionListQuery = Type.Object({
   agent_id: Type.Optional(Type.String({ description: 'Only executions of this agent' })),
   status: Type.Optional(Type.String({ description: 'pending, running, completed, failed or cancelled' })),
+  id_prefix: Type.Optional(Type.String({ maxLength: 36, description: 'Only ids that start with this (e.g. the first 8 characters); an index range scan' })),
   limit: Type.Optional(intString('Page size')),
   offset: Type.Optional(intString('Rows to skip')),
 });
@@ -31,6 +32,7 @@ export type ExecutionListQuery = Static<typeof ExecutionListQuery>;
 export const WorkflowRunListQuery = Type.Object({
   workflow_id: Type.Optional(Type.String({ description: 'Only runs of this workflow (name or id)' })),
   status: Type.Optional(Type.String()),
+  id_prefix: Type.Optional(Type.String({ maxLength: 36, description: 'Only run ids that start with this (e.g. the first 8 characters); an index range scan' })),
   limit: Type.Optional(intString('Page size')),
   offset: Type.Optional(intString('Rows to skip')),
 });

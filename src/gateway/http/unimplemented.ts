@@ -45,6 +45,7 @@ const PLANNED: ReadonlyArray<readonly [HTTPMethods, string]> = [
   ['GET', '/v1/billing/subscription'],
   ['GET', '/v1/billing/invoices'],
   ['POST', '/v1/cluster/nodes/:node_id/drain'],
+  ['POST', '/v1/cluster/nodes/:node_id/undrain'],
 ];
 
 export function registerUnimplementedRoutes(app: FastifyInstance): void {

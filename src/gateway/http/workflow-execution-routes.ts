@@ -82,6 +82,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     const executions = await runs.list(principalOf(request).tenantId, {
       ...(q.workflow_id !== undefined ? { workflow: q.workflow_id } : {}),
       ...(q.status !== undefined ? { status: q.status } : {}),
+      ...(q.id_prefix !== undefined ? { idPrefix: q.id_prefix } : {}),
       ...(limit !== undefined ? { limit } : {}),
       ...(offset !== undefined ? { offset } : {}),
     });

@@ -140,6 +140,8 @@ export interface WorkflowListFilter {
   /** A workflow UUID or name. */
   workflow?: string | undefined;
   status?: string | undefined;
+  /** `id BETWEEN low AND high` (storage/id-prefix.ts): a prefix search on the primary key. */
+  idRange?: { low: string; high: string } | undefined;
   limit: number;
   offset: number;
 }
@@ -154,6 +156,10 @@ export async function listWorkflowExecutions(db: Queryable, tenantId: string, f:
   if (f.status) {
     params.push(f.status);
     where.push(`status = $${params.length}`);
+  }
+  if (f.idRange) {
+    params.push(f.idRange.low, f.idRange.high);
+    where.push(`id BETWEEN $${params.length - 1}::UUID AND $${params.length}::UUID`);
   }
   params.push(f.limit, f.offset);
   const res = await db.query<WorkflowExecutionRow>(

@@ -205,6 +205,11 @@ export interface HeartbeatRequest {
   cpu_utilization_percent: number;
   memory_utilization_percent: number;
   status: NodePeerStatus;
+  /**
+   * Not in the seed (orch): the node's event-loop delay, 99th percentile over the last heartbeat period, in ms
+   * (the dashboard's per-node chart). Absent from members that do not measure it.
+   */
+  event_loop_delay_ms?: number | undefined;
 }
 
 export interface HeartbeatResponse {
@@ -213,10 +218,20 @@ export interface HeartbeatResponse {
 }
 
 export interface NodeCommand {
-  command?: { $case: "drain"; value: DrainCommand } | { $case: "shutdown"; value: ShutdownCommand } | {
-    $case: "sync_config";
-    value: SyncConfigCommand;
-  } | undefined;
+  command?:
+    | { $case: "drain"; value: DrainCommand }
+    | { $case: "shutdown"; value: ShutdownCommand }
+    | { $case: "sync_config"; value: SyncConfigCommand }
+    | { $case: "undrain"; value: UndrainCommand }
+    | undefined;
+}
+
+/**
+ * Not shown in the seed (orch). An operator's undrain: take new executions again and report ACTIVE. Ignored by a
+ * member that is shutting down (its drain is part of the shutdown).
+ */
+export interface UndrainCommand {
+  reason: string;
 }
 
 /**
@@ -1275,6 +1290,7 @@ function createBaseHeartbeatRequest(): HeartbeatRequest {
     cpu_utilization_percent: 0,
     memory_utilization_percent: 0,
     status: 0,
+    event_loop_delay_ms: undefined,
   };
 }
 
@@ -1294,6 +1310,9 @@ export const HeartbeatRequest: MessageFns<HeartbeatRequest> = {
     }
     if (message.status !== 0) {
       writer.uint32(40).int32(message.status);
+    }
+    if (message.event_loop_delay_ms !== undefined) {
+      writer.uint32(53).float(message.event_loop_delay_ms);
     }
     return writer;
   },
@@ -1351,6 +1370,14 @@ export const HeartbeatRequest: MessageFns<HeartbeatRequest> = {
             message.status = reader.int32() as any;
             continue;
           }
+          case 6: {
+            if (tag !== 53) {
+              break;
+            }
+
+            message.event_loop_delay_ms = reader.float();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1386,6 +1413,11 @@ export const HeartbeatRequest: MessageFns<HeartbeatRequest> = {
         ? globalThis.Number(object.memory_utilization_percent)
         : 0,
       status: isSet(object.status) ? nodePeerStatusFromJSON(object.status) : 0,
+      event_loop_delay_ms: isSet(object.eventLoopDelayMs)
+        ? globalThis.Number(object.eventLoopDelayMs)
+        : isSet(object.event_loop_delay_ms)
+        ? globalThis.Number(object.event_loop_delay_ms)
+        : undefined,
     };
   },
 
@@ -1406,6 +1438,9 @@ export const HeartbeatRequest: MessageFns<HeartbeatRequest> = {
     if (message.status !== 0) {
       obj.status = nodePeerStatusToJSON(message.status);
     }
+    if (message.event_loop_delay_ms !== undefined) {
+      obj.eventLoopDelayMs = floatToJson(message.event_loop_delay_ms);
+    }
     return obj;
   },
 
@@ -1419,6 +1454,7 @@ export const HeartbeatRequest: MessageFns<HeartbeatRequest> = {
     message.cpu_utilization_percent = object.cpu_utilization_percent ?? 0;
     message.memory_utilization_percent = object.memory_utilization_percent ?? 0;
     message.status = object.status ?? 0;
+    message.event_loop_delay_ms = object.event_loop_delay_ms ?? undefined;
     return message;
   },
 };
@@ -1510,6 +1546,9 @@ export const NodeCommand: MessageFns<NodeCommand> = {
       case "sync_config":
         SyncConfigCommand.encode(message.command.value, writer.uint32(26).fork()).join();
         break;
+      case "undrain":
+        UndrainCommand.encode(message.command.value, writer.uint32(34).fork()).join();
+        break;
     }
     return writer;
   },
@@ -1551,6 +1590,14 @@ export const NodeCommand: MessageFns<NodeCommand> = {
             message.command = { $case: "sync_config", value: SyncConfigCommand.decode(reader, reader.uint32()) };
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.command = { $case: "undrain", value: UndrainCommand.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1573,6 +1620,8 @@ export const NodeCommand: MessageFns<NodeCommand> = {
         ? { $case: "sync_config", value: SyncConfigCommand.fromJSON(object.syncConfig) }
         : isSet(object.sync_config)
         ? { $case: "sync_config", value: SyncConfigCommand.fromJSON(object.sync_config) }
+        : isSet(object.undrain)
+        ? { $case: "undrain", value: UndrainCommand.fromJSON(object.undrain) }
         : undefined,
     };
   },
@@ -1585,6 +1634,8 @@ export const NodeCommand: MessageFns<NodeCommand> = {
       obj.shutdown = ShutdownCommand.toJSON(message.command.value);
     } else if (message.command?.$case === "sync_config") {
       obj.syncConfig = SyncConfigCommand.toJSON(message.command.value);
+    } else if (message.command?.$case === "undrain") {
+      obj.undrain = UndrainCommand.toJSON(message.command.value);
     }
     return obj;
   },
@@ -1613,7 +1664,80 @@ export const NodeCommand: MessageFns<NodeCommand> = {
         }
         break;
       }
+      case "undrain": {
+        if (object.command?.value !== undefined && object.command?.value !== null) {
+          message.command = { $case: "undrain", value: UndrainCommand.fromPartial(object.command.value) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseUndrainCommand(): UndrainCommand {
+  return { reason: "" };
+}
+
+export const UndrainCommand: MessageFns<UndrainCommand> = {
+  encode(message: UndrainCommand, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.reason !== "") {
+      writer.uint32(10).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UndrainCommand {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUndrainCommand();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): UndrainCommand {
+    return { reason: isSet(object.reason) ? globalThis.String(object.reason) : "" };
+  },
+
+  toJSON(message: UndrainCommand): unknown {
+    const obj: any = {};
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<UndrainCommand>, I>>(base?: I): UndrainCommand {
+    return UndrainCommand.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UndrainCommand>, I>>(object: I): UndrainCommand {
+    const message = createBaseUndrainCommand();
+    message.reason = object.reason ?? "";
     return message;
   },
 };
