@@ -168,3 +168,127 @@ export class StorageHistory implements HistorySource {
     return res.rows.map((r) => toBusEvent(toEvent(r)));
   }
 }
+
+/**
+ * StorageEvents batched and committed together: the FSAL hands each call's event here and answers the call; the
+ * batch is committed within `maxDelayMs` (or at `maxBatch` events) as one INSERT per volume in one transaction, then
+ * published in seq order. One committed transaction per call was most of a small call's time (docs/BENCHMARKS.md,
+ * "FSAL and FUSE mounts"). What a crash can lose is the last `maxDelayMs` of events, of operations already done — as
+ * before, when the event was written after its operation. A failed commit is retried with capped backoff (the events
+ * stay queued, in order); past `maxQueued` events, callers wait for the queue to drain (backpressure, not loss).
+ */
+export class StorageEventBatcher {
+  private queue: NewStorageEvent[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  private waiters: (() => void)[] = [];
+  private failures = 0;
+  private closed = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly bus: EventBus | undefined,
+    private readonly log: { error: (o: object, m: string) => void; warn: (o: object, m: string) => void },
+    private readonly opts: { maxDelayMs?: number; maxBatch?: number; maxQueued?: number } = {},
+  ) {}
+
+  /** Queues the event; resolves at once unless the queue is over maxQueued (then when it has drained below). */
+  async add(ev: NewStorageEvent): Promise<void> {
+    this.queue.push(ev);
+    if (this.queue.length >= (this.opts.maxBatch ?? 500)) this.kick(0);
+    else this.kick(this.opts.maxDelayMs ?? 10);
+    if (this.queue.length > (this.opts.maxQueued ?? 20_000)) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Commits everything queued so far (tests, shutdown). */
+  async flush(): Promise<void> {
+    while (this.queue.length > 0 || this.flushing) {
+      if (this.flushing) await this.flushing.catch(() => undefined);
+      else await this.commitOnce();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.flush();
+  }
+
+  private kick(delayMs: number): void {
+    if (this.flushing || (this.timer && delayMs > 0)) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      // never-rejects: commitOnce catches every failure of a commit, logs it and retries with backoff.
+      void this.commitOnce();
+    }, delayMs);
+  }
+
+  private commitOnce(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    if (this.queue.length === 0) return Promise.resolve();
+    const batch = this.queue.slice(0, this.opts.maxBatch ?? 500);
+    this.flushing = (async () => {
+      try {
+        const saved = await this.db.tx(async (tx) => {
+          const byVolume = new Map<string, NewStorageEvent[]>();
+          for (const e of batch) byVolume.set(e.volume_id, [...(byVolume.get(e.volume_id) ?? []), e]);
+          const out: StorageEvent[] = [];
+          for (const evs of byVolume.values()) out.push(...(await appendStorageEvents(tx, evs)));
+          return out;
+        });
+        this.queue.splice(0, batch.length);
+        this.failures = 0;
+        if (this.bus) {
+          for (const e of saved) {
+            await this.bus.publish(toBusEvent(e)).catch((err: unknown) => this.log.warn({ err, volume: e.volume_id }, 'publishing a storage event failed (it is committed)'));
+          }
+        }
+      } catch (err) {
+        this.failures += 1;
+        this.log.error({ err, queued: this.queue.length }, 'committing storage events failed; retrying');
+        const wait = Math.min(5000, 50 * 2 ** Math.min(this.failures, 7));
+        await new Promise((r) => setTimeout(r, wait).unref());
+      } finally {
+        this.flushing = undefined;
+      }
+      if (this.queue.length <= (this.opts.maxQueued ?? 20_000)) for (const w of this.waiters.splice(0)) w();
+      if (this.queue.length > 0) this.kick(0);
+    })();
+    return this.flushing;
+  }
+}
+
+/** Inserts events of one volume with consecutive seqs in one statement (inside `tx`; a concurrent append retries). */
+export async function appendStorageEvents(tx: Queryable, evs: NewStorageEvent[]): Promise<StorageEvent[]> {
+  const first = evs[0];
+  if (!first) return [];
+  const col = <K extends keyof NewStorageEvent>(k: K, d: NewStorageEvent[K] | null = null) => evs.map((e) => e[k] ?? d);
+  try {
+    const res = await tx.query<Row>(
+      `INSERT INTO storage_events (volume_id, seq, event_id, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, recorded_at)
+       SELECT $1::UUID, base.m + t.ord, t.event_id, t.tenant_id, t.execution_id, t.operation, t.path, t.new_path, t.offset_bytes, t.bytes, t.status, t.error, now()
+       FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM storage_events WHERE volume_id = $1::UUID) AS base,
+            unnest($2::UUID[], $3::TEXT[], $4::UUID[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::INT8[], $9::INT8[], $10::TEXT[], $11::TEXT[])
+              WITH ORDINALITY AS t(event_id, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, ord)
+       RETURNING ${COLUMNS}`,
+      [
+        first.volume_id,
+        evs.map(() => randomUUID()),
+        col('tenant_id'),
+        col('execution_id'),
+        col('operation'),
+        col('path'),
+        col('new_path'),
+        col('offset'),
+        evs.map((e) => e.bytes ?? 0),
+        col('status'),
+        col('error'),
+      ],
+    );
+    return res.rows.map(toEvent).sort((a, b) => a.seq - b.seq);
+  } catch (err) {
+    if (isDuplicateSeq(err)) throw new SerializationConflict(`concurrent storage event on volume ${first.volume_id}`, { cause: err });
+    throw err;
+  }
+}

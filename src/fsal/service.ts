@@ -46,7 +46,7 @@ import type { VolumeService } from '../volumes/service.ts';
 import { stat as fsStat } from 'node:fs/promises';
 import { resolveInVolume } from '../volumes/paths.ts';
 import { fsalError, fromOsError, statusName } from './errors.ts';
-import { recordStorageEvent, type FsalOperation, type NewStorageEvent } from './events.ts';
+import { StorageEventBatcher, type FsalOperation, type NewStorageEvent } from './events.ts';
 import { findGrant, type AccessMode } from './grants.ts';
 import { normalizeFsalPath, parentOf } from './paths.ts';
 import { checkFsalPolicy } from './policy.ts';
@@ -65,6 +65,15 @@ export interface FsalServiceOptions {
   squash?: { uid: number; gid: number };
   /** Largest Read answered in one call; larger lengths are capped (the caller reads on). Default 2 MiB. */
   maxReadBytes?: number;
+  /**
+   * How long an authorization (execution, volume, ownership or grant, mount path, access mode) is reused for the
+   * same caller, execution and volume: the policy is decided once per open mount rather than with three queries per
+   * call. An ended execution or a revoked grant loses access within this time. Default 1000 ms (the FUSE mounts'
+   * attribute cache); 0 decides on every call.
+   */
+  accessCacheMs?: number;
+  /** StorageEvents are committed in batches within this many ms (StorageEventBatcher). Default 10. */
+  eventBatchMs?: number;
 }
 
 /** Where an authorized call works. */
@@ -74,6 +83,8 @@ interface Access {
   volume: Volume;
   mode: AccessMode;
   mountPath: string;
+  /** The VolumeService bound to this volume's row (no lookup query per operation). */
+  vols: VolumeService;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -93,14 +104,29 @@ export class FsalService {
   private readonly log: Logger;
   private readonly squash: { uid: number; gid: number };
   private readonly maxRead: number;
+  private readonly accessCacheMs: number;
+  private readonly accessCache = new Map<string, { access: Access; until: number }>();
+  private readonly events: StorageEventBatcher;
 
   constructor(opts: FsalServiceOptions) {
+    this.accessCacheMs = opts.accessCacheMs ?? 1000;
     this.db = opts.db;
     this.volumes = opts.volumes;
     this.bus = opts.bus;
     this.log = opts.logger.child({ component: 'fsal' });
     this.squash = opts.squash ?? { uid: 65534, gid: 65534 };
     this.maxRead = opts.maxReadBytes ?? 2 * 1024 * 1024;
+    this.events = new StorageEventBatcher(this.db, this.bus, this.log, { maxDelayMs: opts.eventBatchMs ?? 10 });
+  }
+
+  /** Commits the StorageEvents of every call answered so far. */
+  flushEvents(): Promise<void> {
+    return this.events.flush();
+  }
+
+  /** Commits what is queued and stops (node shutdown). */
+  close(): Promise<void> {
+    return this.events.close();
   }
 
   // ---------------------------------------------------------------- operations
@@ -120,7 +146,7 @@ export class FsalService {
     return this.run(caller, 'readdir', req, 'meta', async (a, rel) => {
       const dir = await this.statOf(a, rel);
       if (dir.type !== 'directory') throw fsalError('not_dir', `${volPath(rel)} is not a directory`);
-      const all = await this.volumes.listDir(a.volume.tenant_id, a.volume.id, volPath(rel));
+      const all = await a.vols.listDir(a.volume.tenant_id, a.volume.id, volPath(rel));
       const from = Math.min(req.offset, all.length);
       const to = req.limit === 0 ? all.length : Math.min(all.length, from + req.limit);
       const entries: DirEntry[] = all.slice(from, to).map((f) => ({ name: f.name, handle: handleOf(f), attributes: this.attrs(f) }));
@@ -134,7 +160,7 @@ export class FsalService {
       const info = await this.statOf(a, rel);
       if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
       const length = Math.min(req.length, this.maxRead);
-      const data = length === 0 ? Buffer.alloc(0) : await this.volumes.readFile(a.volume.tenant_id, a.volume.id, volPath(rel), { offset: req.offset, length });
+      const data = length === 0 ? Buffer.alloc(0) : await a.vols.readFile(a.volume.tenant_id, a.volume.id, volPath(rel), { offset: req.offset, length });
       ev.bytes = data.length;
       return { data, eof: req.offset + data.length >= info.size };
     });
@@ -146,7 +172,7 @@ export class FsalService {
       const info = await this.statOf(a, rel);
       if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
       // The VolumeService reserves the growth before writing: a write past the quota fails whole (ENOSPC).
-      const res = await this.volumes.writeAt(a.volume.tenant_id, a.volume.id, volPath(rel), req.offset, req.data);
+      const res = await a.vols.writeAt(a.volume.tenant_id, a.volume.id, volPath(rel), req.offset, req.data);
       ev.bytes = res.bytes_written;
       return { bytes_written: res.bytes_written, attributes: this.attrs(await this.statOf(a, rel)) };
     });
@@ -159,7 +185,7 @@ export class FsalService {
       const existing = await this.statOrUndefined(a, rel);
       if (existing && req.exclusive) throw fsalError('already_exists', `${volPath(rel)} already exists`);
       if (existing?.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
-      const info = await this.volumes.createFile(a.volume.tenant_id, a.volume.id, volPath(rel), { exclusive: req.exclusive });
+      const info = await a.vols.createFile(a.volume.tenant_id, a.volume.id, volPath(rel), { exclusive: req.exclusive });
       return { handle: handleOf(info), attributes: this.attrs(info) };
     });
   }
@@ -169,7 +195,7 @@ export class FsalService {
       if (rel === '') throw fsalError('is_dir', '/ is the volume root');
       const info = await this.statOf(a, rel);
       if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory (use RmDir)`);
-      const res = await this.volumes.remove(a.volume.tenant_id, a.volume.id, volPath(rel));
+      const res = await a.vols.remove(a.volume.tenant_id, a.volume.id, volPath(rel));
       ev.bytes = res.freed_bytes;
       return {};
     });
@@ -188,7 +214,7 @@ export class FsalService {
       const dst = await this.statOrUndefined(a, to);
       if (dst?.type === 'directory') throw fsalError('already_exists', `${volPath(to)} is an existing directory`);
       if (dst && src.type === 'directory') throw fsalError('not_dir', `${volPath(to)} is a file; a directory cannot replace it`);
-      await this.volumes.move(a.volume.tenant_id, a.volume.id, volPath(rel), volPath(to), { overwrite: true });
+      await a.vols.move(a.volume.tenant_id, a.volume.id, volPath(rel), volPath(to), { overwrite: true });
       return {};
     });
   }
@@ -198,7 +224,7 @@ export class FsalService {
       if (rel === '') throw fsalError('already_exists', '/ is the volume root');
       await this.requireDir(a, parentOf(rel));
       if (await this.statOrUndefined(a, rel)) throw fsalError('already_exists', `${volPath(rel)} already exists`);
-      const info = await this.volumes.mkdir(a.volume.tenant_id, a.volume.id, volPath(rel), { parents: false });
+      const info = await a.vols.mkdir(a.volume.tenant_id, a.volume.id, volPath(rel), { parents: false });
       return { handle: handleOf(info), attributes: this.attrs(info) };
     });
   }
@@ -208,9 +234,9 @@ export class FsalService {
       if (rel === '') throw fsalError('invalid', 'the volume root cannot be removed');
       const info = await this.statOf(a, rel);
       if (info.type !== 'directory') throw fsalError('not_dir', `${volPath(rel)} is not a directory`);
-      const children = await this.volumes.listDir(a.volume.tenant_id, a.volume.id, volPath(rel));
+      const children = await a.vols.listDir(a.volume.tenant_id, a.volume.id, volPath(rel));
       if (children.length > 0) throw fsalError('not_empty', `${volPath(rel)} is not empty`);
-      await this.volumes.remove(a.volume.tenant_id, a.volume.id, volPath(rel));
+      await a.vols.remove(a.volume.tenant_id, a.volume.id, volPath(rel));
       return {};
     });
   }
@@ -236,7 +262,7 @@ export class FsalService {
     try {
       const rel = normalizeFsalPath(req.path);
       shownPath = volPath(rel);
-      const access = await this.authorize(caller, req.execution_id, req.volume_id);
+      const access = await this.access(caller, req.execution_id, req.volume_id);
       tenantId = access.execution.tenant_id;
       if (access.execution.manifest) checkFsalPolicy(access.execution.manifest, access.mountPath, rel, kind === 'write' ? 'write' : kind === 'meta' ? 'meta' : 'read');
       if (kind === 'write' && access.mode === 'read-only') {
@@ -266,7 +292,23 @@ export class FsalService {
   }
 
   private async record(ev: NewStorageEvent): Promise<void> {
-    await recordStorageEvent(this.db, this.bus, ev);
+    await this.events.add(ev);
+  }
+
+  /** authorize(), reused for accessCacheMs per (caller tenant, execution, volume). Refusals are never cached. */
+  private async access(caller: FsalCaller, executionId: string, volumeId: string): Promise<Access> {
+    if (this.accessCacheMs <= 0) return this.authorize(caller, executionId, volumeId);
+    const key = `${caller.tenantId ?? ''}|${executionId}|${volumeId}`;
+    const now = Date.now();
+    const hit = this.accessCache.get(key);
+    if (hit && hit.until > now) return hit.access;
+    const access = await this.authorize(caller, executionId, volumeId);
+    if (this.accessCache.size >= 10_000) {
+      for (const [k, v] of this.accessCache) if (v.until <= now) this.accessCache.delete(k);
+      if (this.accessCache.size >= 10_000) this.accessCache.clear();
+    }
+    this.accessCache.set(key, { access, until: now + this.accessCacheMs });
+    return access;
   }
 
   private async authorize(caller: FsalCaller, executionId: string, volumeId: string): Promise<Access> {
@@ -292,7 +334,7 @@ export class FsalService {
         if (err instanceof OrchError && err.spec === Errors.NOT_FOUND) throw fsalError('not_found', `volume ${volumeId} not found`);
         throw err;
       }
-      return { execution: { id: run.id, tenant_id: run.tenant_id, manifest: null }, volume, mode: grant.access_mode, mountPath: grant.mount_path };
+      return { execution: { id: run.id, tenant_id: run.tenant_id, manifest: null }, volume, mode: grant.access_mode, mountPath: grant.mount_path, vols: this.volumes.bound(volume) };
     }
     let volume: Volume;
     try {
@@ -305,12 +347,12 @@ export class FsalService {
     // and grants each with the manifest's mount path and access mode (a read-only volume stays read-only).
     const grant = await findGrant(this.db, executionId, volumeId);
     if (volume.owner_kind === 'execution' && volume.owner_ref === executionId && (!grant || grant.tenant_id !== execution.tenant_id)) {
-      return { execution, volume, mode: 'read-write', mountPath: OWNED_MOUNT_PATH };
+      return { execution, volume, mode: 'read-write', mountPath: OWNED_MOUNT_PATH, vols: this.volumes.bound(volume) };
     }
     if (!grant || grant.tenant_id !== execution.tenant_id) {
       throw fsalError('denied', `execution ${executionId} neither owns volume ${volumeId} nor was granted it`);
     }
-    return { execution, volume, mode: grant.access_mode, mountPath: grant.mount_path };
+    return { execution, volume, mode: grant.access_mode, mountPath: grant.mount_path, vols: this.volumes.bound(volume) };
   }
 
   private async workflowRun(caller: FsalCaller, id: string): Promise<{ id: string; tenant_id: string; status: string } | undefined> {
@@ -334,7 +376,7 @@ export class FsalService {
   }
 
   private statOf(a: Access, rel: string): Promise<FileInfo> {
-    return this.volumes.stat(a.volume.tenant_id, a.volume.id, volPath(rel));
+    return a.vols.stat(a.volume.tenant_id, a.volume.id, volPath(rel));
   }
 
   private async statOrUndefined(a: Access, rel: string): Promise<FileInfo | undefined> {
@@ -353,7 +395,7 @@ export class FsalService {
     if (info.type === 'symlink') {
       // stat() reports the link itself; a link may point at a directory inside the volume (fine) or outside it
       // (an escape). The volume's symlink check decides, and answers PATH_OUTSIDE_BOUNDARY for an escape.
-      const root = await this.volumes.hostPath(a.volume.tenant_id, a.volume.id);
+      const root = await a.vols.hostPath(a.volume.tenant_id, a.volume.id);
       const target = await resolveInVolume(root, volPath(rel), 'write');
       if ((await fsStat(target.host)).isDirectory()) return;
     }

@@ -14,6 +14,7 @@ import {
   type ReadResponse,
   type WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
+import { FLOW_CONTROL_WINDOW } from '../gateway/grpc/server-options.ts';
 
 export interface FsalTarget {
   execution_id: string;
@@ -73,6 +74,8 @@ export class FsalRemote {
     this.client = new FsalServiceClient(conn.address, credentials.createInsecure(), {
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
       'grpc.max_send_message_length': 64 * 1024 * 1024,
+      // Reads of 1 MiB and more come back without waiting on HTTP/2's default 64 KiB window.
+      'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW,
     });
     this.timeoutMs = conn.timeoutMs ?? 10_000;
     this.metadata = new Metadata();

@@ -205,9 +205,11 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     // One tool catalog for the whole node: the refinement loop, SEAL and MCP all call it. The executions service is
     // bound late because it is made by the agents capability, which needs the catalog first.
     // Volumes: one service for HTTP, tools and FSAL; the reaper removes expired ephemeral volumes of this node.
-    const volumes = new VolumeService({ db, dataDir: config.dataDir, nodeId: config.node.id, logger: log });
+    // Quota reserved ahead in chunks (one UPDATE per 8 MiB of growth rather than per FSAL/FUSE write; docs/VOLUMES.md).
+    const volumes = new VolumeService({ db, dataDir: config.dataDir, nodeId: config.node.id, logger: log, quotaChunkBytes: 8 * 1024 * 1024 });
     const reaper = volumes.startReaper(Math.round((config.volumes?.reaper_interval_seconds ?? 60) * 1000));
     cleanups.push(() => reaper.stop());
+    cleanups.push(() => volumes.releaseReservations());
     // Retention (docs/RETENTION.md): only with spec.retention; absent, the history is kept.
     if (config.retention) {
       const retention = startRetention(db, config.retention, log);
@@ -358,6 +360,9 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     cleanups.push(() => app.close());
     const httpPort = (app.server.address() as { port: number }).port;
 
+    // FsalService: its StorageEvents are committed in batches; what is queued is committed at shutdown.
+    const fsal = new FsalService({ db, volumes, bus, logger: log });
+    cleanups.push(() => fsal.close());
     const runtime = await startGrpcServer(
       createRuntimeServer({
         // The SEAL RPCs authenticate by their own token and signature: exempt from bearer auth on every node.
@@ -370,7 +375,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
           ...(routedExecutions ? executionHandlers(routedExecutions, log) : {}),
         },
         // FsalService: the FUSE daemon's backend (docs/FSAL.md).
-        fsal: fsalHandlers(new FsalService({ db, volumes, bus, logger: log }), log),
+        fsal: fsalHandlers(fsal, log),
       }),
       config.http.bind,
       config.grpc.port,

@@ -139,6 +139,29 @@ export async function reserveBytes(q: Queryable, tenantId: string, id: string, d
 }
 
 /**
+ * Takes `need` bytes plus, room permitting, up to `chunk` more (never more than an eighth of what stays free) in one
+ * statement: the quota pool of VolumeService.reserve(). Answers what was taken and the new used_bytes, or undefined
+ * when even `need` does not fit (or the volume is not live).
+ */
+export async function reserveAhead(q: Queryable, tenantId: string, id: string, need: number, chunk: number): Promise<{ reserved: number; used: number } | undefined> {
+  // `take` comes from the row as this statement's snapshot saw it; the guard re-checks it against the row it
+  // updates, so a concurrent change makes this answer nothing (the caller then reserves `need` alone), never
+  // passes the limit.
+  const res = await q.query<{ used_bytes: string; take: string }>(
+    `UPDATE volumes AS v SET used_bytes = v.used_bytes + x.take, updated_at = now()
+     FROM (SELECT id, $3::INT8 + LEAST($4::INT8, GREATEST(0, (size_limit_bytes - used_bytes - $3::INT8) >> 3)) AS take
+           FROM volumes WHERE id = $1 AND tenant_id = $2) AS x
+     WHERE v.id = x.id AND v.tenant_id = $2 AND v.status = 'active' AND (v.expires_at IS NULL OR v.expires_at > now()) AND v.used_bytes + x.take <= v.size_limit_bytes
+     RETURNING v.used_bytes, x.take`,
+    [id, tenantId, need, chunk],
+  );
+  const row = res.rows[0];
+  if (row) return { reserved: Number(row.take), used: Number(row.used_bytes) };
+  const used = await reserveBytes(q, tenantId, id, need);
+  return used === undefined ? undefined : { reserved: need, used };
+}
+
+/**
  * Moves used_bytes by `delta` without the limit check: settling a failed or shorter write, giving back what a
  * delete freed. Runs whatever the status, so a write that raced with a delete still settles; never below zero.
  */

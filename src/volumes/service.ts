@@ -52,6 +52,23 @@ export interface VolumeServiceOptions {
   /** This node's id: volumes made here are served here; the reaper removes only this node's volumes. */
   nodeId: string;
   logger: Logger;
+  /**
+   * Quota reserved ahead in chunks of up to this many bytes (0, the default: one conditional UPDATE per growing
+   * write). The node sets it for the FSAL/FUSE path, where a write per 128 KiB would otherwise be a committed UPDATE
+   * each; see reserve() for what it keeps exact.
+   */
+  quotaChunkBytes?: number;
+  /** A chunk's unused rest is given back after this many ms without a reservation on the volume. Default 250. */
+  quotaIdleMs?: number;
+}
+
+/** Bytes reserved in SQL ahead of the writes of this process that will use them (one per volume). */
+interface QuotaPool {
+  tenantId: string;
+  bytes: number;
+  /** used_bytes as the last reservation statement answered it (the pool included). */
+  dbUsed: number;
+  timer?: NodeJS.Timeout;
 }
 
 export interface VolumeReaper {
@@ -107,8 +124,13 @@ export class VolumeService {
   readonly volumesDir: string;
   private readonly stagingDir: string;
   private readonly mutex = new KeyedMutex();
+  private readonly quotaChunk: number;
+  private readonly quotaIdleMs: number;
+  private readonly pools = new Map<string, QuotaPool>();
 
   constructor(opts: VolumeServiceOptions) {
+    this.quotaChunk = Math.max(0, opts.quotaChunkBytes ?? 0);
+    this.quotaIdleMs = opts.quotaIdleMs ?? 250;
     this.db = opts.db;
     this.nodeId = opts.nodeId;
     this.log = opts.logger.child({ component: 'volumes' });
@@ -187,7 +209,27 @@ export class VolumeService {
     if (!UUID.test(id)) throw nf(id);
     const row = await repo.findVolume(this.db, tenantId, id);
     if (!row) throw nf(id);
-    return repo.toVolume(row);
+    const v = repo.toVolume(row);
+    // What this process reserved ahead and has not written yet is not used (reserve()).
+    const pooled = this.pools.get(id)?.bytes ?? 0;
+    return pooled > 0 ? { ...v, used_bytes: Math.max(0, v.used_bytes - pooled) } : v;
+  }
+
+  /**
+   * A view of this service whose lookups of `volume` answer the row the caller already holds, without a query (the
+   * FSAL's per-handle access cache: it loaded and authorized the volume). Paths, the mutex, the quota statements
+   * and the other volumes are the service's own; a deleted volume is refused by the quota SQL and by its missing
+   * directory.
+   */
+  bound(volume: Volume): VolumeService {
+    const view = Object.create(this) as VolumeService;
+    view.get = async (tenantId: string, id: string) => (id === volume.id && tenantId === volume.tenant_id ? volume : this.get(tenantId, id));
+    return view;
+  }
+
+  /** Gives back every byte reserved ahead (shutdown; tests). */
+  async releaseReservations(): Promise<void> {
+    await Promise.all([...this.pools.keys()].map((id) => this.mutex.run(id, () => this.releasePool(id))));
   }
 
   async rename(tenantId: string, id: string, label: string): Promise<Volume> {
@@ -332,7 +374,7 @@ export class VolumeService {
       let written = 0;
       if (typeof data === 'string' || data instanceof Uint8Array) {
         const buf = toBuffer(data);
-        if (buf.length > bound) throw storageFull(target.path, buf.length, volume);
+        if (buf.length > 0 && buf.length > bound) throw storageFull(target.path, buf.length, volume);
         const fh = await open(tmp, 'wx');
         try {
           await fh.writeFile(buf);
@@ -362,7 +404,7 @@ export class VolumeService {
           if (existing?.isDirectory()) throw new OrchError(Errors.CONFLICT, `${t.path} is a directory`, { details: { code: 'EISDIR' } });
           const old = existing?.isFile() ? existing.size : 0;
           const delta = written - old;
-          const used = await this.reserve(tenantId, id, t.path, delta);
+          const used = delta === 0 ? volume.used_bytes : await this.reserve(tenantId, id, t.path, delta);
           try {
             // Parents only once the bytes are ours, so a refused write leaves no trace (not even a directory).
             if (opts.createParents !== false) await mkdir(path.dirname(t.host), { recursive: true });
@@ -644,13 +686,63 @@ export class VolumeService {
     return { volume, root, target };
   }
 
-  /** Reserves `delta` bytes (or gives back a negative one); STORAGE_FULL or NOT_FOUND when refused. */
+  /**
+   * Reserves `delta` bytes (or gives back a negative one); STORAGE_FULL or NOT_FOUND when refused. Called under the
+   * volume's mutex.
+   *
+   * With quotaChunkBytes, growth is taken from the bytes this process reserved ahead, and a reservation that runs
+   * short takes the shortfall plus up to a chunk in one statement (never more than an eighth of what is free, so a
+   * nearly full volume is reserved write by write). When even the shortfall alone is refused, the pool is given back
+   * and the write fails with ENOSPC: within this process (the node, which serves FSAL and FUSE) a write is refused
+   * only when the volume's real usage plus the write passes the limit. Another process writing the same volume can
+   * be refused early by at most this process's unused pool, for at most quotaIdleMs. A crash loses the pool with
+   * used_bytes too high by it; reconcile() (the reaper's first pass) re-measures.
+   */
   private async reserve(tenantId: string, id: string, shown: string, delta: number): Promise<number> {
+    if (this.quotaChunk > 0 && delta > 0) return this.reservePooled(tenantId, id, shown, delta);
+    if (delta < 0 && this.pools.has(id)) await this.releasePool(id);
     const used = await repo.reserveBytes(this.db, tenantId, id, delta);
     if (used !== undefined) return used;
+    throw await this.refusal(tenantId, id, shown, delta);
+  }
+
+  private async reservePooled(tenantId: string, id: string, shown: string, delta: number): Promise<number> {
+    let pool = this.pools.get(id);
+    if (!pool) {
+      pool = { tenantId, bytes: 0, dbUsed: 0 };
+      this.pools.set(id, pool);
+    }
+    if (pool.timer) clearTimeout(pool.timer);
+    const p = pool;
+    p.timer = setTimeout(() => void this.mutex.run(id, () => this.releasePool(id)).catch((err: unknown) => this.log.warn({ err, volume: id }, 'giving back reserved quota failed; reconcile() re-measures')), this.quotaIdleMs).unref();
+    if (p.bytes >= delta) {
+      p.bytes -= delta;
+      return p.dbUsed - p.bytes;
+    }
+    const short = delta - p.bytes;
+    const ahead = await repo.reserveAhead(this.db, tenantId, id, short, this.quotaChunk);
+    if (ahead) {
+      p.bytes += ahead.reserved - delta;
+      p.dbUsed = ahead.used;
+      return p.dbUsed - p.bytes;
+    }
+    await this.releasePool(id);
+    throw await this.refusal(tenantId, id, shown, delta);
+  }
+
+  /** Gives the unused rest of the volume's pool back to used_bytes (under the volume's mutex). */
+  private async releasePool(id: string): Promise<void> {
+    const p = this.pools.get(id);
+    if (!p) return;
+    this.pools.delete(id);
+    if (p.timer) clearTimeout(p.timer);
+    if (p.bytes > 0) await repo.adjustBytes(this.db, p.tenantId, id, -p.bytes);
+  }
+
+  private async refusal(tenantId: string, id: string, shown: string, delta: number): Promise<OrchError> {
     const v = await repo.findVolume(this.db, tenantId, id);
-    if (!v) throw nf(id);
-    throw storageFull(shown, delta, repo.toVolume(v));
+    if (!v) return nf(id);
+    return storageFull(shown, delta, repo.toVolume(v));
   }
 
   private async stagingFile(id: string): Promise<string> {

@@ -44,6 +44,7 @@ test('a volume lists the StorageEvents of its FSAL operations, paged and filtere
   t.is((await f.rpc(S.write, { ...ids, path: '/d/a.txt', offset: 0, data: Buffer.from('hello') })).code, status.OK);
   t.is((await f.rpc(S.read, { ...ids, path: '/d/missing', offset: 0, length: 1 })).code, status.NOT_FOUND);
 
+  await f.fsal.flushEvents();
   const all = await get(`/v1/volumes/${vol}/events`);
   t.is(all.status, 200, JSON.stringify(all.body));
   const events = all.body.events as { operation: string; path: string; status: string; bytes: number }[];

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { status, type MethodDefinition } from '@grpc/grpc-js';
 import { FsalServiceService as S } from '../../src/gen/orch/fsal/v1/fsal.js';
 import { listStorageEvents, storageStream, type StorageEvent } from '../../src/fsal/events.ts';
-import { fsalFixture, SQUASH, TENANT, type FsalFixture } from './support.ts';
+import { eventually, fsalFixture, SQUASH, TENANT, type FsalFixture } from './support.ts';
 
 let f: FsalFixture;
 test.before(async () => {
@@ -159,7 +159,7 @@ test('another tenant cannot reach the execution at all (NOT_FOUND), and an ended
   const other = await f.rpc(S.getAttr, { ...ids, path: '' }, 'globex');
   t.is(other.code, status.NOT_FOUND);
   await f.db.query(`UPDATE executions SET status = 'completed' WHERE id = $1`, [exec]);
-  const ended = await f.rpc(S.getAttr, { ...ids, path: '' });
+  const ended = await eventually(() => f.rpc(S.getAttr, { ...ids, path: '' }), status.PERMISSION_DENIED);
   t.is(ended.code, status.PERMISSION_DENIED);
   t.regex(ended.details, /has ended/);
 });
@@ -278,6 +278,8 @@ test('one StorageEvent row per operation (allowed and refused), published on sto
     ['rmDir', { ...ids, path: 'd' }],
   ];
   for (const [rpc, req] of calls) await f.rpc(method(rpc), req);
+  // StorageEvents are committed in batches (within 10 ms); flush so the query sees every call's.
+  await f.fsal.flushEvents();
   const rows = await f.db.query<{ operation: string; status: string; bytes: string; path: string; new_path: string | null; seq: number }>(
     'SELECT operation, status, bytes, path, new_path, seq FROM storage_events WHERE volume_id = $1 ORDER BY seq',
     [vol],

@@ -13,6 +13,7 @@ import { MemoryBus } from '../../src/bus/memory.ts';
 import { grantVolume, type AccessMode } from '../../src/fsal/grants.ts';
 import { FsalService } from '../../src/fsal/service.ts';
 import { fsalHandlers } from '../../src/gateway/grpc/fsal-handlers.ts';
+import { FLOW_CONTROL_WINDOW } from '../../src/gateway/grpc/server-options.ts';
 import { createRuntimeServer } from '../../src/gateway/grpc/runtime-server.ts';
 import { startGrpcServer, type RunningGrpcServer } from '../../src/gateway/grpc/start.ts';
 import { FsalServiceClient } from '../../src/gen/orch/fsal/v1/fsal.js';
@@ -69,7 +70,7 @@ export async function fsalFixture(): Promise<FsalFixture> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-fsal-'));
   const tdb: TestDatabase = await createTestDatabase();
   const db = await openDb({ url: tdb.url, dataDir, poolSize: 20 }, silentLogger());
-  const volumes = new VolumeService({ db, dataDir, nodeId: 'node-fsal', logger: silentLogger() });
+  const volumes = new VolumeService({ db, dataDir, nodeId: 'node-fsal', logger: silentLogger(), quotaChunkBytes: 8 * 1024 * 1024 });
   const bus = new MemoryBus();
   const fsal = new FsalService({ db, volumes, bus, logger: silentLogger(), squash: SQUASH });
   const idp = await makeTestIdp();
@@ -77,7 +78,10 @@ export async function fsalFixture(): Promise<FsalFixture> {
   const server = createRuntimeServer({ fsal: fsalHandlers(fsal, silentLogger()), auth: { enabled: true, authenticator }, logger: silentLogger() });
   const running: RunningGrpcServer = await startGrpcServer(server, '127.0.0.1', 0);
   const address = `127.0.0.1:${running.port}`;
-  const client = new FsalServiceClient(address, credentials.createInsecure());
+  const client = new FsalServiceClient(address, credentials.createInsecure(), {
+    'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW,
+    'grpc.max_receive_message_length': 64 * 1024 * 1024,
+  });
   const tokens = new Map<string, string>();
   const token = async (tenant = TENANT): Promise<string> => {
     let t = tokens.get(tenant);
@@ -139,4 +143,17 @@ export async function fsalFixture(): Promise<FsalFixture> {
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Calls `fn` until it answers `code` (the FsalService reuses an authorization for accessCacheMs, 1 s: an ended
+ * execution loses access within that time, not at the same instant). Answers the last outcome.
+ */
+export async function eventually<T extends { code: number }>(fn: () => Promise<T>, code: number, withinMs = 5000): Promise<T & { afterMs: number }> {
+  const t0 = Date.now();
+  for (;;) {
+    const r = await fn();
+    if (r.code === code || Date.now() - t0 > withinMs) return { ...r, afterMs: Date.now() - t0 };
+    await new Promise((res) => setTimeout(res, 50));
+  }
 }

@@ -6,7 +6,7 @@ import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { status } from '@grpc/grpc-js';
 import { FsalServiceService as S } from '../../src/gen/orch/fsal/v1/fsal.js';
-import { fsalFixture, TENANT, type FsalFixture } from './support.ts';
+import { eventually, fsalFixture, TENANT, type FsalFixture } from './support.ts';
 
 let f: FsalFixture;
 test.before(async () => {
@@ -48,6 +48,7 @@ test('a workflow run reaches a volume granted to it: writes within the quota, EN
   t.is(refused.code, status.PERMISSION_DENIED);
   t.regex(refused.details, /read-only/);
 
+  await f.fsal.flushEvents();
   const events = await f.db.query<{ operation: string; status: string }>('SELECT operation, status FROM storage_events WHERE execution_id = $1 AND volume_id = $2 ORDER BY seq', [run, rw]);
   t.deepEqual(events.rows.map((r) => `${r.operation} ${r.status}`), ['create OK', 'write OK', 'write RESOURCE_EXHAUSTED']);
 });
@@ -64,7 +65,7 @@ test('a workflow run is refused a volume without a grant, from another tenant, o
   t.is((await f.rpc(S.getAttr, { execution_id: run, volume_id: vol, path: '' }, 'globex')).code, status.NOT_FOUND, 'another tenant does not see the run');
 
   await f.db.query(`UPDATE workflow_executions SET status = 'completed' WHERE id = $1`, [run]);
-  const ended = await f.rpc(S.getAttr, { execution_id: run, volume_id: vol, path: '' });
+  const ended = await eventually(() => f.rpc(S.getAttr, { execution_id: run, volume_id: vol, path: '' }), status.PERMISSION_DENIED);
   t.is(ended.code, status.PERMISSION_DENIED);
   t.regex(ended.details, /has ended \(completed\)/);
 

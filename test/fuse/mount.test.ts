@@ -109,6 +109,7 @@ test('mount a volume, use it with shell tools through the kernel, see it via Fsa
   t.is((await f.volumes.quota(TENANT, vol)).used_bytes, 24);
 
   // Every kernel operation became FSAL calls, each with its StorageEvent.
+  await f.fsal.flushEvents();
   const ev = await f.db.query<{ operation: string; n: string }>(
     `SELECT operation, COUNT(*) AS n FROM storage_events WHERE volume_id = $1 AND execution_id = $2 AND status = 'OK' GROUP BY operation`,
     [vol, exec],

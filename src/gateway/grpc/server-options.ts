@@ -1,11 +1,52 @@
 // Options every orch gRPC server starts with. Channelz is off: it records call counters and a trace for every socket
 // and call (about a fifth of grpc-js's own per-call cost; measured in bench/grpc-floor.ts, docs/BENCHMARKS.md) and
 // orch serves no channelz service to read them.
+//
+// HTTP/2 flow-control windows: grpc-js serves with HTTP/2's default 64 KiB receive window per stream and per
+// connection, so a 1 MiB request (an FSAL Write) waits for 16 WINDOW_UPDATE round trips; on a loaded machine that was
+// most of a Write's time (docs/BENCHMARKS.md "FSAL and FUSE mounts", the profile). The server announces a larger
+// window instead. grpc-js has a client option for it (`grpc-node.flow_control_window`, FLOW_CONTROL_WINDOW below) but
+// no server option, so newGrpcServer sets the HTTP/2 server's settings and each session's connection window itself,
+// and turns Nagle's algorithm off on the server's sockets as grpc-js does on its clients'.
+import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import { Server, type ServerOptions } from '@grpc/grpc-js';
 
 export const DEFAULT_SERVER_OPTIONS: ServerOptions = { 'grpc.enable_channelz': 0 };
 
+/** Receive window (bytes) per stream and per connection, on orch's servers and its FSAL clients. */
+export const FLOW_CONTROL_WINDOW = 16 * 1024 * 1024;
+
+/** What newGrpcServer reaches inside grpc-js (1.14): the options its HTTP/2 servers are made with, and its hook. */
+interface GrpcServerInternals {
+  commonServerOptions?: { settings?: Record<string, unknown> };
+  _setupHandlers?: (http2Server: Http2Server, ...rest: unknown[]) => void;
+}
+
+function widenWindows(server: Server, window: number): void {
+  const internals = server as unknown as GrpcServerInternals;
+  const common = internals.commonServerOptions;
+  const setup = internals._setupHandlers;
+  // A grpc-js without these internals keeps its defaults (slower, still correct).
+  if (!common || typeof setup !== 'function') return;
+  common.settings = { ...common.settings, initialWindowSize: window };
+  internals._setupHandlers = function (this: Server, http2Server: Http2Server, ...rest: unknown[]) {
+    http2Server.on('session', (session: ServerHttp2Session) => {
+      try {
+        session.setLocalWindowSize(window);
+        // grpc-js sets TCP_NODELAY on its client sockets but not on the server's: a response's last frames then
+        // wait for the client's delayed ACK (about 40 ms per large Read; the profile in docs/BENCHMARKS.md).
+        session.socket.setNoDelay(true);
+      } catch {
+        // A session already closing: nothing to widen.
+      }
+    });
+    return setup.call(this, http2Server, ...rest);
+  };
+}
+
 /** A grpc-js Server with orch's defaults; the caller's options win. */
 export function newGrpcServer(options?: ServerOptions): Server {
-  return new Server({ ...DEFAULT_SERVER_OPTIONS, ...options });
+  const server = new Server({ ...DEFAULT_SERVER_OPTIONS, ...options });
+  widenWindows(server, FLOW_CONTROL_WINDOW);
+  return server;
 }
