@@ -1,49 +1,37 @@
 // The validated, defaulted node configuration (CONTRACT.md "Node configuration"). loadNodeConfig() in
 // ./load.ts is the only producer; everything else receives this object and never reads process.env.
 
+import type { Static } from '@sinclair/typebox';
+import type {
+  CortexSchema,
+  DispatcherSchema,
+  LLM_TYPES,
+  LlmModelSchema,
+  LlmProviderSchema,
+  LOG_LEVELS,
+  NODE_ROLES,
+  NodeConfigFileSpec,
+  RetentionSchema,
+  StimulusRouteSchema,
+  ToolCapabilitySchema,
+} from './schema.ts';
+
+// The sections the defaults leave as written are the file's own shapes (./schema.ts, one definition each).
 /** spec.cortex (docs/CORTEX.md). */
-export interface CortexConfig {
-  embedding?: { type: 'local' | 'openai'; endpoint?: string; api_key?: string; model?: string; dimensions?: number };
-  /** Cosine similarity at or above which a stored pattern raises an existing one's weight (default 0.72). */
-  dedup_threshold?: number;
-  /** Most patterns of one tenant compared per query (default 20000). */
-  max_candidates?: number;
-}
-
-export type NodeRoleName = 'hybrid' | 'controller' | 'worker';
-
-export interface LlmModel { alias: string; model: string }
-export interface LlmProviderConfig {
-  name: string;
-  type: 'openai' | 'anthropic';
-  endpoint?: string;
-  api_key?: string;
-  models: LlmModel[];
-}
-
-export interface DispatcherConfig {
-  name: string;
-  config?: Record<string, unknown>;
-  capabilities?: ToolCapability[];
-}
-
-export interface StimulusRoute { source: string; workflow: string; input_template?: string }
-
-export interface ToolCapability { tool: string; skip_judge?: boolean }
-
-/** An external MCP tool server: a local process over stdio, or a remote one over HTTP. */
-export interface McpServerConfig {
-  name: string;
-  transport: 'stdio' | 'http';
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  url?: string;
-  headers?: Record<string, string>;
-  capabilities?: ToolCapability[];
-}
-
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type CortexConfig = Static<typeof CortexSchema>;
+export type NodeRoleName = (typeof NODE_ROLES)[number];
+export type LlmModel = Static<typeof LlmModelSchema>;
+export type LlmProviderType = (typeof LLM_TYPES)[number];
+export type LlmProviderConfig = Static<typeof LlmProviderSchema>;
+export type DispatcherConfig = Static<typeof DispatcherSchema>;
+export type StimulusRoute = Static<typeof StimulusRouteSchema>;
+export type ToolCapability = Static<typeof ToolCapabilitySchema>;
+/** An external MCP tool server: a local process over stdio, or a remote one over HTTP (transport defaulted). */
+export type McpServerConfig = NonNullable<NodeConfigFileSpec['mcp_servers']>[number] & { transport: 'stdio' | 'http' };
+export type LogLevel = (typeof LOG_LEVELS)[number];
+/** docs/RETENTION.md: what each key deletes and when. */
+export type RetentionConfig = Static<typeof RetentionSchema>;
+type FileSection<K extends keyof NodeConfigFileSpec> = NonNullable<NodeConfigFileSpec[K]>;
 
 export interface NodeConfig {
   /** metadata.name */
@@ -87,7 +75,7 @@ export interface NodeConfig {
    * safety net; an answer given on any node wakes it at once by message (docs/CLUSTER.md "Messages to actors").
    * Default 30.
    */
-  workflow?: { poll_seconds?: number };
+  workflow?: FileSection<'workflow'>;
   /**
    * Absent url: embedded PGlite under dataDir. startup_wait_seconds: how long a starting node waits for a server
    * that is down (an outage, not a refusal such as bad credentials) before it gives up (default 60; 0: at once).
@@ -96,7 +84,7 @@ export interface NodeConfig {
   /** Absent url: in-process bus. startup_wait_seconds as for the database. */
   redis: { url?: string; startup_wait_seconds?: number };
   /** Absent: dev identity mode (keys under dataDir). */
-  auth?: { issuer?: string; audience?: string; jwks_url?: string; jwks_file?: string; clock_tolerance_seconds?: number };
+  auth?: FileSection<'auth'>;
   llm_providers: LlmProviderConfig[];
   runtime: {
     default_isolation: 'process' | 'docker';
@@ -118,40 +106,27 @@ export interface NodeConfig {
   builtin_dispatchers: DispatcherConfig[];
   mcp_servers: McpServerConfig[];
   /** Payment provider (docs/BILLING.md): api_url overrides the provider's address (a test's fake server). */
-  billing: { stripe_secret_key?: string; api_url?: string; return_url?: string };
+  billing: FileSection<'billing'>;
   /** Cortex memory (docs/CORTEX.md); absent: Cortex disabled (`Cortex not configured`). */
   cortex?: CortexConfig;
   /** ingest_roles: when set, a bearer caller of POST /v1/stimuli / IngestStimulus needs one of them (else 403 / PERMISSION_DENIED). */
-  stimuli?: { routes: StimulusRoute[]; router_agent?: string; classification_threshold: number; ingest_roles?: ('operator' | 'tenant-admin' | 'user')[] };
+  stimuli?: { routes: StimulusRoute[]; router_agent?: string; classification_threshold: number; ingest_roles?: FileSection<'stimuli'>['ingest_roles'] };
   /** Where PGlite data, dev identity keys and volumes live (ORCH_DATA_DIR, default ./.orch/data). */
   dataDir: string;
   log: { level: LogLevel };
   /** GET /metrics (docs/OBSERVABILITY.md): allow_remote serves peers that are not on loopback too (default false). */
-  metrics?: { allow_remote?: boolean };
+  metrics?: FileSection<'metrics'>;
   /** HTTP rate limits (docs/CONFIG.md "Rate limits"); filled in by the loader (absent only in hand-made configs: defaults). */
   rate_limits?: RateLimitsConfig;
   /** Volumes (docs/VOLUMES.md): how often the reaper removes expired ephemeral volumes (default 60 s). */
-  volumes?: { reaper_interval_seconds?: number };
+  volumes?: FileSection<'volumes'>;
   /** History kept in the database (docs/RETENTION.md); absent: everything is kept. */
   retention?: RetentionConfig;
   /**
    * The FUSE daemon (`orch fuse-daemon`, FuseMountService) executions mount their volumes through (docs/FSAL.md
    * "Executions and volumes"). Absent: volumes are bind-mounted from their directories directly.
    */
-  fuse?: { address: string };
-}
-
-/**
- * How long terminal history is kept (docs/RETENTION.md). Each node deletes, every `interval_seconds`, in batches of
- * `batch_size`: workflow runs and agent executions that ended more than `terminal_runs_hours` ago (with their events,
- * approvals and journal), stimuli older than `stimuli_hours`, and idempotency keys that have expired. An absent
- * `*_hours` keeps that kind forever.
- */
-export interface RetentionConfig {
-  terminal_runs_hours?: number;
-  stimuli_hours?: number;
-  interval_seconds?: number;
-  batch_size?: number;
+  fuse?: FileSection<'fuse'>;
 }
 
 /** At most `max` requests per fixed window of `window_seconds`. */

@@ -9,7 +9,7 @@ import { segmentsOf } from '../../config/paths.ts';
 import { parseYamlDocument, schemaErrors, yamlValue } from './common.ts';
 import { KNOWN_TOOLS } from './known-tools.ts';
 import { CUSTOM_LANGUAGE, isSupportedRuntime, languages, versionsOf } from './runtimes.ts';
-import { agentManifestSchema } from './schema.ts';
+import { agentManifestSchema, type AgentManifestFile } from './schema.ts';
 import type { AgentManifest, ManifestError, ToolSpec, ValidationRule, VolumeSpec } from './types.ts';
 
 export type ParseResult = { ok: true; manifest: AgentManifest } | { ok: false; errors: ManifestError[] };
@@ -140,40 +140,9 @@ function parseYaml(text: string): { ok: true; value: unknown } | { ok: false; er
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// The raw document after the schema passed (shapes are known, optional parts may be absent)
+// The raw document after the schema passed (shapes are known, optional parts may be absent): the schema's own type
 
-type Raw = {
-  apiVersion: string;
-  kind: 'Agent';
-  metadata: AgentManifest['metadata'];
-  spec: {
-    runtime: { language: string; version?: string; image?: string; image_pull_policy?: AgentManifest['spec']['runtime']['image_pull_policy']; isolation?: AgentManifest['spec']['runtime']['isolation']; model?: string; temperature?: number };
-    task: AgentManifest['spec']['task'];
-    execution?: {
-      mode?: 'one-shot' | 'iterative';
-      max_iterations?: number;
-      llm_timeout_seconds?: number | string;
-      iteration_timeout?: number | string;
-      validation?: Record<string, unknown>[];
-      tool_validation?: unknown[];
-      memory?: boolean;
-    };
-    security?: {
-      network?: { mode?: 'none' | 'allow' | 'deny'; allowlist?: string[] };
-      filesystem?: { read?: string[]; write?: string[] };
-      resources?: { cpu?: string | number; memory?: string | number; timeout?: number | string };
-    };
-    volumes?: (VolumeSpec & { size_limit?: string | number })[];
-    tools?: (string | ToolSpec)[];
-    env?: Record<string, string>;
-    security_context?: string;
-    input_schema?: Record<string, unknown>;
-    warm_pool_size?: number;
-    swarm_enabled?: boolean;
-    startup_script?: string;
-    bootstrap_path?: string;
-  };
-};
+type Raw = AgentManifestFile;
 
 function semantic(raw: Raw, errors: ManifestError[]): AgentManifest | undefined {
   const spec = raw.spec;
@@ -212,16 +181,16 @@ function semantic(raw: Raw, errors: ManifestError[]): AgentManifest | undefined 
   const llmTimeout = seconds(ex.llm_timeout_seconds, 'spec.execution.llm_timeout_seconds', DEFAULTS.llm_timeout_seconds);
   const iterationTimeout = seconds(ex.iteration_timeout, 'spec.execution.iteration_timeout', DEFAULTS.iteration_timeout);
   const validation: ValidationRule[] = (ex.validation ?? []).map((r): ValidationRule => {
-    if (r.type === 'exit_code') return { type: 'exit_code', expected: (r.expected as number | undefined) ?? DEFAULTS.exit_code_expected };
+    if (r.type === 'exit_code') return { type: 'exit_code', expected: r.expected ?? DEFAULTS.exit_code_expected };
     if (r.type === 'semantic') {
       return {
         type: 'semantic',
-        judge_agent: r.judge_agent as string,
-        ...(r.criteria !== undefined ? { criteria: r.criteria as string } : {}),
-        min_score: (r.min_score as number | undefined) ?? DEFAULTS.semantic_min_score,
+        judge_agent: r.judge_agent,
+        ...(r.criteria !== undefined ? { criteria: r.criteria } : {}),
+        min_score: r.min_score ?? DEFAULTS.semantic_min_score,
       };
     }
-    return { type: 'json_schema', schema: r.schema as Record<string, unknown> };
+    return { type: 'json_schema', schema: r.schema };
   });
   validation.forEach((r, i) => {
     if (r.type === 'json_schema') {
@@ -262,7 +231,8 @@ function semantic(raw: Raw, errors: ManifestError[]): AgentManifest | undefined 
     if (v.size_limit !== undefined && parseMemory(v.size_limit) === undefined) {
       err(`spec.volumes[${i}].size_limit`, `must be a size such as 512Mi, 1Gi or a number of bytes (got ${JSON.stringify(v.size_limit)})`);
     }
-    volumes.push({ ...v, ...(v.size_limit !== undefined ? { size_limit: String(v.size_limit) } : {}) });
+    const { size_limit, ...rest } = v;
+    volumes.push({ ...rest, ...(size_limit !== undefined ? { size_limit: String(size_limit) } : {}) });
   });
 
   // tools

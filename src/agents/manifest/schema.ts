@@ -1,195 +1,150 @@
-// The JSON Schema (draft-07) of the agent manifest, schema key `agent/manifest/v1` (seed 001 "Versioning"); served
-// by orch.schema.get and checked by parseAgentManifest() before the semantic checks (tool names, runtime pairs,
-// quantities) that a schema cannot express well. Unknown keys are rejected at every known level except the
-// free-form maps (labels, annotations, env, tool config, input_data, input_schema, json_schema rules).
+// The JSON Schema (draft-07) of the agent manifest, schema key `agent/manifest/v1` (seed 001 "Versioning"), written
+// once in TypeBox (issue 19): `agentManifestSchema` is served by orch.schema.get and compiled by parseAgentManifest()
+// before the semantic checks (tool names, runtime pairs, quantities) that a schema cannot express well, and
+// `AgentManifestFile` (its Static<> type) is the document as written once it passed. The defaulted AgentManifest of
+// ./types.ts reuses these pieces where parsing leaves them as written. Unknown keys are rejected at every known
+// level except the free-form maps (labels, annotations, env, tool config, input_data, input_schema, json_schema rules).
 //
 // Quantities accept the forms people write and parse.ts normalises them:
 //   memory  512Mi, 1Gi, 256M, 1000 (bytes)       → spec.security.resources.memory_bytes
 //   cpu     "500m" (millicores); a number below 100 is cores (0.5, 2); 100 and above is millicores (1500)
 //   timeouts 30 (seconds), "30s", "5m", "1h", "500ms"
+import { Type, type Static, type TObject, type TPartial, type TProperties } from '@sinclair/typebox';
+import { Const, Discriminated, Enum, FreeObject, MapOf, StringMap, Types } from '../../util/typebox.ts';
 
 export const AGENT_MANIFEST_SCHEMA_KEY = 'agent/manifest/v1';
 
 export const AGENT_NAME_PATTERN = '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$';
 
-const stringList = { type: 'array', items: { type: 'string' } } as const;
-const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+export const ISOLATIONS = ['inherit', 'process', 'docker'] as const;
+export const IMAGE_PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
+export const NETWORK_MODES = ['none', 'allow', 'deny'] as const;
+
+const Opt = Type.Optional;
+const stringList = (): ReturnType<typeof Type.Array<ReturnType<typeof Type.String>>> => Type.Array(Type.String());
+const nonEmpty = (): ReturnType<typeof Type.String> => Type.String({ minLength: 1 });
 /** Seconds as a number, or a duration string (`30s`, `5m`, `1h`, `500ms`). */
-const duration = {
-  type: ['number', 'string'],
-  description: 'seconds as a number, or a duration string such as 30s, 5m, 1h',
-} as const;
+const duration = (): ReturnType<typeof Types<number | string>> =>
+  Types<number | string>(['number', 'string'], { description: 'seconds as a number, or a duration string such as 30s, 5m, 1h' });
 
-const validationRule = {
-  type: 'object',
-  required: ['type'],
-  properties: { type: { enum: ['exit_code', 'semantic', 'json_schema'] } },
-  allOf: [
-    {
-      if: { properties: { type: { const: 'exit_code' } }, required: ['type'] },
-      then: {
-        properties: { type: { const: 'exit_code' }, expected: { type: 'integer' } },
-        additionalProperties: false,
-      },
-    },
-    {
-      if: { properties: { type: { const: 'semantic' } }, required: ['type'] },
-      then: {
-        required: ['judge_agent'],
-        properties: {
-          type: { const: 'semantic' },
-          judge_agent: { type: 'string', minLength: 1 },
-          criteria: { type: 'string' },
-          min_score: { type: 'number', minimum: 0, maximum: 1 },
-        },
-        additionalProperties: false,
-      },
-    },
-    {
-      if: { properties: { type: { const: 'json_schema' } }, required: ['type'] },
-      then: {
-        required: ['schema'],
-        properties: { type: { const: 'json_schema' }, schema: { type: 'object' } },
-        additionalProperties: false,
-      },
-    },
-  ],
-} as const;
+function Closed<T extends TProperties>(properties: T, options: Record<string, unknown> = {}): TObject<T> {
+  return Type.Object(properties, { ...options, additionalProperties: false });
+}
+function Section<T extends TProperties>(properties: T): TPartial<TObject<T>> {
+  return Type.Partial(Closed(properties));
+}
 
-const toolEntry = {
-  type: ['string', 'object'],
+export const ExitCodeRuleSchema = Closed({ type: Const('exit_code'), expected: Opt(Type.Integer()) });
+export const SemanticRuleSchema = Closed({
+  type: Const('semantic'),
+  judge_agent: nonEmpty(),
+  criteria: Opt(Type.String()),
+  min_score: Opt(Type.Number({ minimum: 0, maximum: 1 })),
+});
+export const JsonSchemaRuleSchema = Closed({ type: Const('json_schema'), schema: FreeObject() });
+const ValidationRuleFile = Discriminated('type', { exit_code: ExitCodeRuleSchema, semantic: SemanticRuleSchema, json_schema: JsonSchemaRuleSchema });
+
+/** One entry of spec.tools written as a mapping (a bare name is the other form). */
+export const ToolObjectSchema = Closed({
+  name: nonEmpty(),
+  executor: Opt(nonEmpty()),
+  config: Opt(
+    Type.Object({
+      /** base command → permitted first positional arguments; `[]` or `['*']` permits any. */
+      subcommand_allowlist: Opt(MapOf(stringList())),
+    }),
+  ),
+});
+// `type: [string, object]` with the object's keywords beside it (they apply to objects only, minLength to strings):
+// a bare tool name or the mapping, with one message for either.
+const ToolEntryFile = Types<string | Static<typeof ToolObjectSchema>>(['string', 'object'], {
   minLength: 1,
-  required: ['name'],
-  properties: {
-    name: { type: 'string', minLength: 1 },
-    executor: { type: 'string', minLength: 1 },
-    config: {
-      type: 'object',
-      properties: {
-        subcommand_allowlist: { type: 'object', additionalProperties: stringList },
-      },
-    },
-  },
+  required: ToolObjectSchema.required,
+  properties: ToolObjectSchema.properties,
   additionalProperties: false,
-} as const;
+});
 
-const volume = {
-  type: 'object',
-  required: ['name', 'mount_path'],
-  properties: {
-    name: { type: 'string', pattern: AGENT_NAME_PATTERN },
-    storage_class: { enum: ['ephemeral', 'persistent'] },
-    mount_path: { type: 'string', pattern: '^/' },
-    access_mode: { enum: ['read-write', 'read-only'] },
-    size_limit: { type: ['string', 'integer'] },
-    ttl_hours: { type: 'number', exclusiveMinimum: 0 },
-  },
-  additionalProperties: false,
-} as const;
+export const VolumeFileSchema = Closed({
+  name: Type.String({ pattern: AGENT_NAME_PATTERN }),
+  storage_class: Opt(Enum(['ephemeral', 'persistent'] as const)),
+  mount_path: Type.String({ pattern: '^/' }),
+  access_mode: Opt(Enum(['read-write', 'read-only'] as const)),
+  size_limit: Opt(Types<string | number>(['string', 'integer'])),
+  ttl_hours: Opt(Type.Number({ exclusiveMinimum: 0 })),
+});
 
-export const agentManifestSchema = {
-  $schema: 'http://json-schema.org/draft-07/schema#',
-  $id: 'https://orch.dev/schemas/agent/manifest/v1.json',
-  title: 'orch Agent manifest (agent/manifest/v1)',
-  type: 'object',
-  required: ['apiVersion', 'kind', 'metadata', 'spec'],
-  properties: {
-    apiVersion: { const: 'orch.dev/v1' },
-    kind: { const: 'Agent' },
-    metadata: {
-      type: 'object',
-      required: ['name', 'version'],
-      properties: {
-        name: { type: 'string', pattern: AGENT_NAME_PATTERN, description: 'lowercase DNS-like label, at most 63 characters' },
-        version: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._+-]*$' },
-        description: { type: 'string' },
-        tags: stringList,
-        labels: stringMap,
-        annotations: stringMap,
-      },
-      additionalProperties: false,
-    },
-    spec: {
-      type: 'object',
-      required: ['runtime', 'task'],
-      properties: {
-        runtime: {
-          type: 'object',
-          required: ['language'],
-          properties: {
-            language: { type: 'string', minLength: 1, description: 'python, node, bash, go, or custom (with image)' },
-            version: { type: 'string', minLength: 1 },
-            image: { type: 'string', minLength: 1 },
-            image_pull_policy: { enum: ['Always', 'IfNotPresent', 'Never'] },
-            isolation: { enum: ['inherit', 'process', 'docker'] },
-            model: { type: 'string', minLength: 1 },
-            temperature: { type: 'number', minimum: 0, maximum: 2 },
-          },
-          additionalProperties: false,
-        },
-        task: {
-          type: 'object',
-          required: ['instruction'],
-          properties: {
-            instruction: { type: 'string', minLength: 1 },
-            prompt_template: { type: 'string' },
-            input_data: {},
-          },
-          additionalProperties: false,
-        },
-        execution: {
-          type: 'object',
-          properties: {
-            mode: { enum: ['one-shot', 'iterative'] },
-            max_iterations: { type: 'integer', minimum: 1, description: '1 in one-shot mode; default 5 in iterative mode, capped at 20' },
-            llm_timeout_seconds: duration,
-            iteration_timeout: duration,
-            validation: { type: 'array', items: validationRule },
-            tool_validation: { type: 'array' },
-            memory: { type: 'boolean', description: 'consult Cortex memory on a failed iteration and store the solution that worked (needs spec.cortex on the node)' },
-          },
-          additionalProperties: false,
-        },
-        security: {
-          type: 'object',
-          properties: {
-            network: {
-              type: 'object',
-              properties: {
-                mode: { enum: ['none', 'allow', 'deny'] },
-                allowlist: stringList,
-              },
-              additionalProperties: false,
-            },
-            filesystem: {
-              type: 'object',
-              properties: { read: stringList, write: stringList },
-              additionalProperties: false,
-            },
-            resources: {
-              type: 'object',
-              properties: {
-                cpu: { type: ['string', 'number'], description: 'millicores: "500m"; a number below 100 is cores (0.5, 2), 100 and above millicores (1500)' },
-                memory: { type: ['string', 'integer'], description: '512Mi, 1Gi, 256M or bytes' },
-                timeout: duration,
-              },
-              additionalProperties: false,
-            },
-          },
-          additionalProperties: false,
-        },
-        volumes: { type: 'array', items: volume },
-        tools: { type: 'array', items: toolEntry },
-        env: stringMap,
-        security_context: { type: 'string', minLength: 1 },
-        input_schema: { type: 'object' },
-        warm_pool_size: { type: 'integer', minimum: 0 },
-        swarm_enabled: { type: 'boolean' },
-        startup_script: { type: 'string' },
-        bootstrap_path: { type: 'string' },
-      },
-      additionalProperties: false,
-    },
+export const MetadataSchema = Closed({
+  name: Type.String({ pattern: AGENT_NAME_PATTERN, description: 'lowercase DNS-like label, at most 63 characters' }),
+  version: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9][A-Za-z0-9._+-]*$' }),
+  description: Opt(Type.String()),
+  tags: Opt(stringList()),
+  labels: Opt(StringMap()),
+  annotations: Opt(StringMap()),
+});
+
+export const TaskSchema = Closed({
+  instruction: nonEmpty(),
+  prompt_template: Opt(Type.String()),
+  input_data: Opt(Type.Unknown()),
+});
+
+const SpecFile = Closed({
+  runtime: Closed({
+    language: Type.String({ minLength: 1, description: 'python, node, bash, go, or custom (with image)' }),
+    version: Opt(nonEmpty()),
+    image: Opt(nonEmpty()),
+    image_pull_policy: Opt(Enum(IMAGE_PULL_POLICIES)),
+    isolation: Opt(Enum(ISOLATIONS)),
+    model: Opt(nonEmpty()),
+    temperature: Opt(Type.Number({ minimum: 0, maximum: 2 })),
+  }),
+  task: TaskSchema,
+  execution: Opt(
+    Section({
+      mode: Enum(['one-shot', 'iterative'] as const),
+      max_iterations: Type.Integer({ minimum: 1, description: '1 in one-shot mode; default 5 in iterative mode, capped at 20' }),
+      llm_timeout_seconds: duration(),
+      iteration_timeout: duration(),
+      validation: Type.Array(ValidationRuleFile),
+      tool_validation: Type.Unsafe<unknown[]>({ type: 'array' }),
+      memory: Type.Boolean({ description: 'consult Cortex memory on a failed iteration and store the solution that worked (needs spec.cortex on the node)' }),
+    }),
+  ),
+  security: Opt(
+    Section({
+      network: Section({ mode: Enum(NETWORK_MODES), allowlist: stringList() }),
+      filesystem: Section({ read: stringList(), write: stringList() }),
+      resources: Section({
+        cpu: Types<string | number>(['string', 'number'], { description: 'millicores: "500m"; a number below 100 is cores (0.5, 2), 100 and above millicores (1500)' }),
+        memory: Types<string | number>(['string', 'integer'], { description: '512Mi, 1Gi, 256M or bytes' }),
+        timeout: duration(),
+      }),
+    }),
+  ),
+  volumes: Opt(Type.Array(VolumeFileSchema)),
+  tools: Opt(Type.Array(ToolEntryFile)),
+  env: Opt(StringMap()),
+  security_context: Opt(nonEmpty()),
+  input_schema: Opt(FreeObject()),
+  warm_pool_size: Opt(Type.Integer({ minimum: 0 })),
+  swarm_enabled: Opt(Type.Boolean()),
+  startup_script: Opt(Type.String()),
+  bootstrap_path: Opt(Type.String()),
+});
+
+export const agentManifestSchema = Closed(
+  {
+    apiVersion: Const('orch.dev/v1'),
+    kind: Const('Agent'),
+    metadata: MetadataSchema,
+    spec: SpecFile,
   },
-  additionalProperties: false,
-} as const;
+  {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $id: 'https://orch.dev/schemas/agent/manifest/v1.json',
+    title: 'orch Agent manifest (agent/manifest/v1)',
+  },
+);
+
+/** The manifest as written, once the schema passed (optional parts may be absent, quantities in their unit forms). */
+export type AgentManifestFile = Static<typeof agentManifestSchema>;

@@ -1,52 +1,51 @@
 // The agent manifest after parsing, validation and defaulting (CONTRACT.md "Agent manifest"). parseAgentManifest()
 // in ./parse.ts is the only producer; the execution loop, runtimes and tools read this shape and nothing else.
 
-export type Isolation = 'process' | 'docker' | 'inherit';
-export type ImagePullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+import type { Static } from '@sinclair/typebox';
+import type {
+  ExitCodeRuleSchema,
+  IMAGE_PULL_POLICIES,
+  ISOLATIONS,
+  JsonSchemaRuleSchema,
+  MetadataSchema,
+  NETWORK_MODES,
+  SemanticRuleSchema,
+  TaskSchema,
+  ToolObjectSchema,
+  VolumeFileSchema,
+} from './schema.ts';
 
+// The parts parsing leaves as written are the schema's own shapes (./schema.ts): one definition each.
+export type Isolation = (typeof ISOLATIONS)[number];
+export type ImagePullPolicy = (typeof IMAGE_PULL_POLICIES)[number];
+export type NetworkMode = (typeof NETWORK_MODES)[number];
+
+/** A rule with its defaults filled in (`expected` 0, `min_score` 0.7). */
 export type ValidationRule =
-  | { type: 'exit_code'; expected: number }
-  | { type: 'semantic'; judge_agent: string; criteria?: string; min_score: number }
-  | { type: 'json_schema'; schema: Record<string, unknown> };
+  | Required<Static<typeof ExitCodeRuleSchema>>
+  | (Static<typeof SemanticRuleSchema> & { min_score: number })
+  | Static<typeof JsonSchemaRuleSchema>;
 
-/** One entry of spec.tools, normalised: a bare name becomes `{ name }`. */
-export interface ToolSpec {
-  name: string;
-  /** e.g. `builtin:cmd` */
-  executor?: string;
-  config?: {
-    /** base command → permitted first positional arguments; `[]` or `['*']` permits any. */
-    subcommand_allowlist?: Record<string, string[]>;
-    [key: string]: unknown;
-  };
-}
+/** One entry of spec.tools, normalised: a bare name becomes `{ name }`. `config` is free-form beyond the allowlist. */
+export type ToolSpec = Omit<Static<typeof ToolObjectSchema>, 'config'> & {
+  config?: NonNullable<Static<typeof ToolObjectSchema>['config']> & { [key: string]: unknown };
+};
 
-export interface VolumeSpec {
-  name: string;
-  storage_class?: 'ephemeral' | 'persistent';
-  mount_path: string;
-  access_mode?: 'read-write' | 'read-only';
+export type VolumeSpec = Omit<Static<typeof VolumeFileSchema>, 'size_limit'> & {
+  /** As written (`512Mi`), a number of bytes turned into its decimal text. */
   size_limit?: string;
-  ttl_hours?: number;
   /**
    * An existing volume of the execution's tenant to mount instead of making one (never created, never owned by the
    * execution). Set only by the orchestrator (a workflow Agent state's `volumes`, seed 002); the manifest schema
    * refuses it in an agent manifest.
    */
   volume_id?: string;
-}
+};
 
 export interface AgentManifest {
   apiVersion: string;
   kind: 'Agent';
-  metadata: {
-    name: string;
-    version: string;
-    description?: string;
-    tags?: string[];
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-  };
+  metadata: Static<typeof MetadataSchema>;
   spec: {
     runtime: {
       language: string;
@@ -58,7 +57,7 @@ export interface AgentManifest {
       model: string;
       temperature?: number;
     };
-    task: { instruction: string; prompt_template?: string; input_data?: unknown };
+    task: Static<typeof TaskSchema>;
     execution: {
       mode: 'one-shot' | 'iterative';
       /** 1 in one-shot mode. */
@@ -72,7 +71,7 @@ export interface AgentManifest {
       memory?: boolean;
     };
     security: {
-      network: { mode: 'none' | 'allow' | 'deny'; allowlist: string[] };
+      network: { mode: NetworkMode; allowlist: string[] };
       filesystem: { read: string[]; write: string[] };
       /** cpu in millicores, memory in bytes (parsed from forms like 512Mi), timeout in seconds. */
       resources: { cpu?: number; memory_bytes?: number; timeout: number };

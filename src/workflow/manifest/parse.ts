@@ -9,7 +9,7 @@ import { tenantAjv } from '../../util/tenant-ajv.ts';
 import { segmentsOf } from '../../config/paths.ts';
 import { schemaErrors } from '../../agents/manifest/common.ts';
 import { parseMemory } from '../../agents/manifest/parse.ts';
-import { workflowManifestSchema } from './schema.ts';
+import { workflowManifestSchema, type ContainerFile, type StateFile, type StorageVolumeFile, type WorkflowManifestFile } from './schema.ts';
 import type {
   ConditionType,
   ConsensusSpec,
@@ -145,53 +145,10 @@ function patternMessage(pointer: string, pattern: string): string {
 // ---------------------------------------------------------------------------------------------------------------
 // The raw document after the schema passed (shapes are known, optional parts may be absent)
 
-type RawTransition = Omit<Transition, 'condition' | 'value'> & { condition?: ConditionType; value?: string | number | boolean };
-type RawStorage = Partial<StorageVolumeSpec>;
-// As written: the defaulted fields optional, resources in their unit forms.
-type RawContainer = Pick<ContainerStep, 'image' | 'command'> &
-  Partial<Pick<ContainerStep, 'name' | 'image_pull_policy' | 'shell' | 'env' | 'workdir' | 'registry_credentials'>> & {
-    volumes?: (Omit<ContainerVolume, 'read_only'> & { read_only?: boolean })[];
-    resources?: { cpu?: number; memory?: string | number; timeout?: string | number };
-  };
-type RawState = Omit<RawContainer, 'command' | 'volumes'> & {
-  kind: StateKind;
-  max_state_visits?: number;
-  timeout?: string | number;
-  volumes?: unknown[];
-  transitions: RawTransition[];
-  agent?: string;
-  intent?: string;
-  input?: string;
-  isolation?: 'inherit' | 'firecracker' | 'docker' | 'process';
-  command: string | string[];
-  workdir?: string;
-  prompt?: string;
-  default_response?: string;
-  agents?: (Partial<JudgeAgentRef> & { agent: string })[];
-  consensus?: Partial<Omit<ConsensusSpec, 'confidence_weighting'>> & {
-    strategy: ConsensusSpec['strategy'];
-    agreement?: number;
-    confidence_weighting?: { agreement_factor?: number; self_confidence_factor?: number };
-  };
-  retry?: { max_attempts?: number; backoff?: string | number };
-  steps?: RawContainer[];
-  completion?: 'all_succeed' | 'any_succeed' | 'best_effort';
-  workflow_id?: string;
-  mode?: 'blocking' | 'fire_and_forget';
-  result_key?: string;
-};
-type Raw = {
-  apiVersion: string;
-  kind: 'Workflow';
-  metadata: WorkflowManifest['metadata'];
-  spec: {
-    initial_state: string;
-    max_total_transitions?: number;
-    context?: Record<string, unknown>;
-    storage?: { workspace?: RawStorage; shared_volumes?: (RawStorage & { name: string })[] };
-    states: Record<string, RawState>;
-  };
-};
+type Raw = WorkflowManifestFile;
+type RawState = StateFile;
+type RawContainer = ContainerFile;
+type RawStorage = StorageVolumeFile;
 
 const FACTOR_SUM_TOLERANCE = 1e-9;
 
@@ -311,10 +268,10 @@ function transitions(c: Checker, st: RawState, field: string, stateNames: Readon
   });
 }
 
-function consensusSpec(c: Checker, st: RawState, field: string): ConsensusSpec {
-  const cs = st.consensus!;
+function consensusSpec(c: Checker, st: Extract<RawState, { kind: 'ParallelAgents' }>, field: string): ConsensusSpec {
+  const cs = st.consensus;
   const f = `${field}.consensus`;
-  const agents = st.agents ?? [];
+  const agents = st.agents;
   if (cs.agreement !== undefined && cs.min_agreement_confidence !== undefined && cs.agreement !== cs.min_agreement_confidence) {
     c.err(`${f}.agreement`, 'is an alias of min_agreement_confidence; give one of them, not two different values');
   }
@@ -368,7 +325,7 @@ function state(c: Checker, name: string, st: RawState, stateNames: ReadonlySet<s
         kind: 'Agent',
         ...base,
         volumes: stateVolumes,
-        agent: st.agent!,
+        agent: st.agent,
         ...(st.intent !== undefined ? { intent: st.intent } : {}),
         ...(st.input !== undefined ? { input: st.input } : {}),
         isolation: st.isolation ?? WORKFLOW_DEFAULTS.isolation,
@@ -378,7 +335,7 @@ function state(c: Checker, name: string, st: RawState, stateNames: ReadonlySet<s
         kind: 'System',
         ...base,
         volumes: stateVolumes,
-        command: st.command as string,
+        command: st.command,
         env: st.env ?? {},
         workdir: st.workdir ?? WORKFLOW_DEFAULTS.workdir,
       };
@@ -387,11 +344,11 @@ function state(c: Checker, name: string, st: RawState, stateNames: ReadonlySet<s
         kind: 'Human',
         ...base,
         volumes: stateVolumes,
-        prompt: st.prompt!,
+        prompt: st.prompt,
         ...(st.default_response !== undefined ? { default_response: st.default_response } : {}),
       };
     case 'ParallelAgents': {
-      const agents: JudgeAgentRef[] = (st.agents ?? []).map((a) => ({
+      const agents: JudgeAgentRef[] = st.agents.map((a) => ({
         agent: a.agent,
         ...(a.input !== undefined ? { input: a.input } : {}),
         weight: a.weight ?? WORKFLOW_DEFAULTS.judge_weight,
@@ -406,17 +363,17 @@ function state(c: Checker, name: string, st: RawState, stateNames: ReadonlySet<s
       return {
         kind: 'ContainerRun',
         ...base,
-        ...container(c, st as unknown as RawContainer, field, volumeNames),
+        ...container(c, st, field, volumeNames),
         retry: { max_attempts: retry.max_attempts ?? WORKFLOW_DEFAULTS.retry_max_attempts, backoff_seconds: backoff },
       };
     }
     case 'ParallelContainerRun': {
       const seen = new Map<string, number>();
-      const steps = (st.steps ?? []).map((s, i) => {
-        const first = seen.get(s.name!);
+      const steps = st.steps.map((s, i) => {
+        const first = seen.get(s.name);
         if (first !== undefined) c.err(`${field}.steps[${i}].name`, `duplicate step name "${s.name}" (also steps[${first}])`);
-        else seen.set(s.name!, i);
-        return { ...container(c, s, `${field}.steps[${i}]`, volumeNames), name: s.name! };
+        else seen.set(s.name, i);
+        return { ...container(c, s, `${field}.steps[${i}]`, volumeNames), name: s.name };
       });
       return { kind: 'ParallelContainerRun', ...base, volumes: stateVolumes, steps, completion: st.completion ?? WORKFLOW_DEFAULTS.completion };
     }
@@ -431,7 +388,7 @@ function state(c: Checker, name: string, st: RawState, stateNames: ReadonlySet<s
         kind: 'Subworkflow',
         ...base,
         volumes: stateVolumes,
-        workflow_id: st.workflow_id!,
+        workflow_id: st.workflow_id,
         mode,
         ...(resultKey !== undefined ? { result_key: resultKey } : {}),
         ...(st.input !== undefined ? { input: st.input } : {}),

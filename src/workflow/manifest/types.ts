@@ -2,32 +2,24 @@
 // in ./parse.ts is the only producer; the engine, the state runners, templates and conditions read this shape and
 // nothing else. Defaults of seed 002 are filled in by the parser, so readers never re-default.
 
-export type StateKind = 'Agent' | 'System' | 'Human' | 'ParallelAgents' | 'ContainerRun' | 'ParallelContainerRun' | 'Subworkflow';
+import type { Static } from '@sinclair/typebox';
+import {
+  CONDITION_TYPES,
+  type AGENT_STATE_ISOLATIONS,
+  type COMPLETIONS,
+  type CONSENSUS_STRATEGIES,
+  type IMAGE_PULL_POLICIES,
+  type STATE_KINDS,
+  type STORAGE_CLASSES,
+  type StateVolumeSchema,
+  type SUBWORKFLOW_MODES,
+  type WorkflowMetadataSchema,
+} from './schema.ts';
 
-export type ConditionType =
-  | 'always'
-  | 'on_success'
-  | 'on_failure'
-  | 'exit_code_zero'
-  | 'exit_code_non_zero'
-  | 'exit_code'
-  | 'score_above'
-  | 'score_below'
-  | 'score_between'
-  | 'confidence_above'
-  | 'consensus'
-  | 'all_approved'
-  | 'any_rejected'
-  | 'input_equals'
-  | 'input_equals_yes'
-  | 'input_equals_no'
-  | 'custom';
-
-export const CONDITION_TYPES: readonly ConditionType[] = [
-  'always', 'on_success', 'on_failure', 'exit_code_zero', 'exit_code_non_zero', 'exit_code', 'score_above',
-  'score_below', 'score_between', 'confidence_above', 'consensus', 'all_approved', 'any_rejected', 'input_equals',
-  'input_equals_yes', 'input_equals_no', 'custom',
-];
+// Names and the parts parsing leaves as written come from the schema (./schema.ts): one definition each.
+export { CONDITION_TYPES };
+export type StateKind = (typeof STATE_KINDS)[number];
+export type ConditionType = (typeof CONDITION_TYPES)[number];
 
 export interface Transition {
   /** Absent in the YAML means `always`; the parser normalises it. */
@@ -45,12 +37,7 @@ export interface Transition {
   max?: number;
 }
 
-export interface StateVolume {
-  /** Volume reference, Handlebars allowed (`{{workflow.storage.workspace}}`). */
-  volume: string;
-  mount_path: string;
-  access_mode: 'read-write' | 'read-only';
-}
+export type StateVolume = Static<typeof StateVolumeSchema>;
 
 interface StateCommon {
   /** Default 5, ceiling 20. */
@@ -66,7 +53,7 @@ export interface AgentState extends StateCommon {
   agent: string;
   intent?: string;
   input?: string;
-  isolation: 'inherit' | 'firecracker' | 'docker' | 'process';
+  isolation: (typeof AGENT_STATE_ISOLATIONS)[number];
 }
 
 export interface SystemState extends StateCommon {
@@ -94,7 +81,7 @@ export interface JudgeAgentRef {
   poll_interval_ms: number;
 }
 
-export type ConsensusStrategy = 'weighted_average' | 'majority' | 'unanimous' | 'best_of_n';
+export type ConsensusStrategy = (typeof CONSENSUS_STRATEGIES)[number];
 
 export interface ConsensusSpec {
   strategy: ConsensusStrategy;
@@ -127,7 +114,7 @@ export interface ContainerStep {
   name?: string;
   image: string;
   /** Default IfNotPresent. */
-  image_pull_policy: 'Always' | 'IfNotPresent' | 'Never';
+  image_pull_policy: (typeof IMAGE_PULL_POLICIES)[number];
   /** Handlebars allowed per element. */
   command: string[];
   shell: boolean;
@@ -150,13 +137,13 @@ export interface ParallelContainerRunState extends StateCommon {
   kind: 'ParallelContainerRun';
   /** Each step has a unique `name`. */
   steps: (ContainerStep & { name: string })[];
-  completion: 'all_succeed' | 'any_succeed' | 'best_effort';
+  completion: (typeof COMPLETIONS)[number];
 }
 
 export interface SubworkflowState extends StateCommon {
   kind: 'Subworkflow';
   workflow_id: string;
-  mode: 'blocking' | 'fire_and_forget';
+  mode: (typeof SUBWORKFLOW_MODES)[number];
   result_key?: string;
   input?: string;
 }
@@ -171,7 +158,7 @@ export type WorkflowState =
   | SubworkflowState;
 
 export interface StorageVolumeSpec {
-  storage_class: 'ephemeral' | 'persistent';
+  storage_class: (typeof STORAGE_CLASSES)[number];
   ttl_hours?: number;
   size_limit_mb?: number;
   /** Pre-created volume UUID (persistent shared volumes only). */
@@ -181,16 +168,7 @@ export interface StorageVolumeSpec {
 export interface WorkflowManifest {
   apiVersion: string;
   kind: 'Workflow';
-  metadata: {
-    name: string;
-    version: string;
-    description?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    input_schema?: Record<string, unknown>;
-    output_schema?: Record<string, unknown>;
-    output_template?: Record<string, string>;
-  };
+  metadata: Static<typeof WorkflowMetadataSchema>;
   spec: {
     initial_state: string;
     /** Default 50, ceiling 100. */
