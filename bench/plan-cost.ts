@@ -2,7 +2,9 @@
 // a private PostgreSQL (pg_stat_statements with track_planning) whose workflow_executions holds 100,000 terminal runs
 // and 16 live ones; the StepWriter writes `steps` runs' steps per batch (two events each), `batches` times per mode.
 // Server-side figures from pg_stat_statements (execution and planning per call, times planned), plus the wall time per
-// batch as this process sees it (round trip included: on a loaded machine mostly waiting).
+// batch as this process sees it (round trip included: on a loaded machine mostly waiting). The three plan_cache_mode
+// rows run the statement on the main pool's connection (SET per mode); the last row, "generic-plan lane", is what the
+// writer does now: its statement on the pg adapter's lane (src/storage/pg.ts), the main pool left on `auto`.
 //
 //   npm run bench -- plan-cost [--steps 4] [--batches 300]
 import { randomUUID } from 'node:crypto';
@@ -10,6 +12,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { silentLogger } from '../src/logging/logger.ts';
 import { migrate } from '../src/storage/migrate.ts';
+import type { Db } from '../src/storage/db.ts';
 import { openPg } from '../src/storage/pg.ts';
 import { StepWriter, type RunSnapshot } from '../src/workflow/engine/writer.ts';
 import { startPrivatePg } from './private-pg.ts';
@@ -24,7 +27,12 @@ export interface PlanCost {
   load: number;
 }
 
-const MODES = ['force_custom_plan', 'auto', 'force_generic_plan'] as const;
+const MODES = ['force_custom_plan', 'auto', 'force_generic_plan', 'generic-plan lane'] as const;
+
+/** The Db with QueryOptions.genericPlan dropped: every statement on the main pool, as before the lane. */
+function mainPoolOnly(db: Db): Db {
+  return { kind: db.kind, query: (sql, params, options) => db.query(sql, params, { ...options, genericPlan: false }), tx: (fn) => db.tx(fn), ping: () => db.ping(), close: () => db.close() };
+}
 
 export async function benchPlanCost(steps: number, batches: number, out: (line: string) => void): Promise<PlanCost[]> {
   const server = await startPrivatePg({ 'pg_stat_statements.track_planning': 'on' });
@@ -47,7 +55,11 @@ export async function benchPlanCost(steps: number, batches: number, out: (line: 
       );
     }
     await db.query('VACUUM ANALYZE workflow_executions');
-    const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 1 });
+    const writers = {
+      main: new StepWriter(mainPoolOnly(db), undefined, silentLogger(), { maxInFlight: 1 }),
+      lane: new StepWriter(db, undefined, silentLogger(), { maxInFlight: 1 }),
+    };
+    let writer = writers.main;
     const snap: RunSnapshot = { status: 'running', current_state: 's1', blackboard: {}, context: {}, visits: {}, total_transitions: 1, feedback: null, human_feedback: null, final_output: null, error: null };
     let seq = 1;
     const batch = (): Promise<unknown> => {
@@ -68,7 +80,12 @@ export async function benchPlanCost(steps: number, batches: number, out: (line: 
       );
     };
     for (const mode of MODES) {
-      await db.query(`SET plan_cache_mode = ${mode}`);
+      if (mode === 'generic-plan lane') {
+        await db.query('RESET plan_cache_mode');
+        writer = writers.lane;
+      } else {
+        await db.query(`SET plan_cache_mode = ${mode}`);
+      }
       await db.query('DISCARD PLANS');
       for (let k = 0; k < 10; k++) await batch();
       await admin.query('SELECT pg_stat_statements_reset()');

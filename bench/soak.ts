@@ -40,6 +40,18 @@ export interface SoakMinute {
   p99Ms: number;
   rssMb: number;
   load: number;
+  /** Sequential scans of the two large tables (workflow_executions + workflow_events) in the minute, and the tuples they read. */
+  seqScans: number;
+  seqTuples: number;
+}
+
+/** Sequential scans so far on the tables that grow with history (pg_stat_user_tables, cumulative since the reset). */
+async function largeTableSeqScans(c: pg.Client): Promise<{ scans: number; tuples: number }> {
+  const r = (await c.query<{ scans: string; tuples: string }>(
+    `SELECT COALESCE(sum(seq_scan), 0)::TEXT AS scans, COALESCE(sum(seq_tup_read), 0)::TEXT AS tuples FROM pg_stat_user_tables
+     WHERE relname IN ('workflow_executions', 'workflow_events')`,
+  )).rows[0];
+  return { scans: Number(r?.scans ?? 0), tuples: Number(r?.tuples ?? 0) };
 }
 
 const TERMINAL = /^event: (WorkflowExecutionCompleted|WorkflowExecutionFailed|WorkflowExecutionCancelled)$/m;
@@ -74,34 +86,69 @@ async function oneRun(base: string, token: string): Promise<void> {
   throw new Error(`stream of ${body.execution_id} ended without a terminal event`);
 }
 
-/** N terminal runs of the race workflow with their 2 + 2*STEPS events each, in chunks (generate_series, not row by row). */
+/** The tables the preload fills, and whose indexes it builds after the load instead of maintaining them row by row. */
+const PRELOADED = ['workflow_executions', 'workflow_events'];
+
+/**
+ * N terminal runs with their events, copied from a real run of the race workflow the node has just completed (its
+ * row and its 22 events, payloads and keys as the engine wrote them), each with a fresh random id and its own time
+ * (one run a second back from now). Set-based: one INSERT ... SELECT generate_series per chunk of runs and one for
+ * their events. The two tables' indexes and primary/unique keys are dropped first and built again at the end (a
+ * sorted build: inserting 22 M random-keyed index entries one by one into indexes many times larger than the shared
+ * server's 128 MB of buffers was what made the previous preload slow down as it went), then VACUUM ANALYZE, as a
+ * long-lived database would be. Runs without a session commit wait (synchronous_commit off: a crash loses the
+ * preload, nothing else).
+ */
 async function preload(c: pg.Client, n: number, out: (line: string) => void): Promise<void> {
-  const proto = (await c.query<{ tenant_id: string; workflow_id: string; manifest: unknown }>('SELECT tenant_id, workflow_id, manifest FROM workflow_executions LIMIT 1')).rows[0];
-  if (!proto) throw new Error('no run to copy for the preload');
-  const chunk = 50_000;
   const t0 = Date.now();
+  const secs = (): number => Math.round((Date.now() - t0) / 1000);
+  await c.query("SET synchronous_commit = off; SET maintenance_work_mem = '256MB'");
+  const proto = (await c.query<{ id: string }>(`SELECT id FROM workflow_executions WHERE status = 'completed' ORDER BY completed_at LIMIT 1`)).rows[0];
+  if (!proto) throw new Error('no completed run to copy for the preload');
+  await c.query(`CREATE TEMP TABLE proto_run AS SELECT * FROM workflow_executions WHERE id = $1`, [proto.id]);
+  await c.query(`CREATE TEMP TABLE proto_events AS SELECT e.*, e.recorded_at - w.created_at AS after_start
+    FROM workflow_events e JOIN workflow_executions w ON w.id = e.execution_id WHERE e.execution_id = $1`, [proto.id]);
+  const events = Number((await c.query<{ n: string }>('SELECT count(*)::TEXT AS n FROM proto_events')).rows[0]?.n ?? 0);
+  const timed = ['id', 'created_at', 'started_at', 'last_transition_at', 'completed_at', 'updated_at'];
+  const cols = (await c.query<{ column_name: string }>(
+    `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'workflow_executions' ORDER BY ordinal_position`,
+  )).rows.map((r) => r.column_name).filter((col) => !timed.includes(col));
+  // Keys and indexes, dropped now and made again after the load (definitions as the migrations left them).
+  const keys = (await c.query<{ tbl: string; name: string; def: string }>(
+    `SELECT conrelid::regclass::TEXT AS tbl, conname AS name, pg_get_constraintdef(oid) AS def FROM pg_constraint
+     WHERE conrelid = ANY($1::regclass[]) AND contype IN ('p', 'u')`, [PRELOADED],
+  )).rows;
+  const indexes = (await c.query<{ name: string; def: string }>(
+    `SELECT indexrelid::regclass::TEXT AS name, pg_get_indexdef(indexrelid) AS def FROM pg_index
+     WHERE indrelid = ANY($1::regclass[]) AND NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conindid = indexrelid)`, [PRELOADED],
+  )).rows;
+  for (const k of keys) await c.query(`ALTER TABLE ${k.tbl} DROP CONSTRAINT ${k.name}`);
+  for (const i of indexes) await c.query(`DROP INDEX ${i.name}`);
+  const chunk = 100_000;
   for (let from = 0; from < n; from += chunk) {
     const to = Math.min(n, from + chunk);
-    // One statement per chunk: the runs, and their events from the runs' RETURNING.
-    await c.query(
-      `WITH r AS (
-         INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, status, current_state,
-           blackboard, context, visits, total_transitions, ancestry, last_seq, epoch, created_at, started_at, last_transition_at, completed_at, updated_at)
-         SELECT gen_random_uuid(), $1, $2, 'race', '1.0.0', $3::JSONB, '{}', 'completed', 's9', '{"v9": 9}', '{}', '{"s0": 1}', ${STEPS - 1}, '[]',
-           ${2 + 2 * STEPS}, 1, t, t, t, t, t
-         FROM (SELECT now() - (g * INTERVAL '1 second') AS t FROM generate_series($4::INT4, $5::INT4) g) s
-         RETURNING id, created_at
-       )
-       INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
-       SELECT r.id, s, CASE WHEN s = 1 THEN 'WorkflowExecutionStarted' WHEN s = ${2 + 2 * STEPS} THEN 'WorkflowExecutionCompleted' ELSE 'WorkflowStateEntered' END,
-         'k:' || s, 's' || (s % ${STEPS}), 1, '{}', r.created_at
-       FROM r, generate_series(1, ${2 + 2 * STEPS}) s`,
-      [proto.tenant_id, proto.workflow_id, JSON.stringify(proto.manifest), from + 1, to],
-    );
-    out(`  preloaded ${to} terminal runs (${Math.round((Date.now() - t0) / 1000)} s)`);
+    await c.query('BEGIN');
+    await c.query(`CREATE TEMP TABLE chunk_runs ON COMMIT DROP AS
+      SELECT gen_random_uuid() AS id, now() - (g * INTERVAL '1 second') - INTERVAL '1 hour' AS t FROM generate_series($1::INT4, $2::INT4) g`, [from + 1, to]);
+    await c.query(`INSERT INTO workflow_executions (${timed.join(', ')}, ${cols.join(', ')})
+      SELECT r.id, r.t, r.t, r.t + (p.last_transition_at - p.created_at), r.t + (p.completed_at - p.created_at), r.t + (p.updated_at - p.created_at), ${cols.map((col) => `p.${col}`).join(', ')}
+      FROM chunk_runs r, proto_run p`);
+    await c.query(`INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
+      SELECT r.id, e.seq, e.type, e.event_key, e.state_name, e.iteration_number, e.payload, r.t + e.after_start FROM chunk_runs r, proto_events e`);
+    await c.query('COMMIT');
+    out(`  preloaded ${to} terminal runs, ${to * events} events (${secs()} s)`);
   }
-  await c.query('VACUUM ANALYZE workflow_executions');
-  await c.query('VACUUM ANALYZE workflow_events');
+  for (const k of keys) {
+    await c.query(`ALTER TABLE ${k.tbl} ADD CONSTRAINT ${k.name} ${k.def}`);
+    out(`  ${k.tbl}: ${k.name} built (${secs()} s)`);
+  }
+  for (const i of indexes) {
+    await c.query(i.def);
+    out(`  ${i.name} built (${secs()} s)`);
+  }
+  for (const t of PRELOADED) await c.query(`VACUUM ANALYZE ${t}`);
+  const size = (await c.query<{ size: string }>(`SELECT pg_size_pretty(sum(pg_total_relation_size(t::regclass))) AS size FROM unnest($1::TEXT[]) t`, [PRELOADED])).rows[0]?.size;
+  out(`  preload done: ${n} runs, ${n * events} events, ${size} on disk, ${secs()} s (VACUUM ANALYZE included)`);
 }
 
 /** The node process: this checkout's bin, or `root`'s (an older checkout) through a shell that execs it. */
@@ -142,11 +189,13 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     const end = t0 + o.minutes * 60_000;
     let minuteStart = t0;
     let counted = 0;
+    let seqBefore = await largeTableSeqScans(c);
     const closeMinute = async (): Promise<void> => {
         const now = Date.now();
         const slice = done.slice(counted);
         counted = done.length;
         const lat = slice.map((d) => d.ms).sort((a, b) => a - b);
+        const seq = await largeTableSeqScans(c).catch(() => seqBefore);
         const m: SoakMinute = {
           minute: minutes.length + 1,
           runs: slice.length,
@@ -155,10 +204,13 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
           p99Ms: percentile(lat, 99),
           rssMb: await rssMb(node!.child.pid!),
           load: os.loadavg()[0] ?? 0,
+          seqScans: seq.scans - seqBefore.scans,
+          seqTuples: seq.tuples - seqBefore.tuples,
         };
+        seqBefore = seq;
         minuteStart = now;
         minutes.push(m);
-        out(`  minute ${m.minute}: ${m.runs} runs, ${m.perSecond.toFixed(1)} runs/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms, RSS ${m.rssMb.toFixed(0)} MB, load ${m.load.toFixed(1)}`);
+        out(`  minute ${m.minute}: ${m.runs} runs, ${m.perSecond.toFixed(1)} runs/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms, RSS ${m.rssMb.toFixed(0)} MB, load ${m.load.toFixed(1)}, seq scans of the large tables ${m.seqScans} (${m.seqTuples} tuples)`);
     };
     const ticker = setInterval(() => void closeMinute(), 60_000);
     await Promise.all(
@@ -179,9 +231,9 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     // The last minute's tick may not have come before the clients stopped: close it on what it saw.
     if (minutes.length < o.minutes) await closeMinute();
     out(`runs: ${done.length} completed, ${errors.length} failed${errors[0] ? ` (first: ${errors[0]})` : ''}`);
-    out('| minute | runs | runs/s | p50 ms | p99 ms | node RSS MB | load avg |');
-    out('|---|---|---|---|---|---|---|');
-    for (const m of minutes) out(`| ${m.minute} | ${m.runs} | ${m.perSecond.toFixed(1)} | ${m.p50Ms.toFixed(0)} | ${m.p99Ms.toFixed(0)} | ${m.rssMb.toFixed(0)} | ${m.load.toFixed(1)} |`);
+    out('| minute | runs | runs/s | p50 ms | p99 ms | node RSS MB | load avg | seq scans (tuples read), large tables |');
+    out('|---|---|---|---|---|---|---|---|');
+    for (const m of minutes) out(`| ${m.minute} | ${m.runs} | ${m.perSecond.toFixed(1)} | ${m.p50Ms.toFixed(0)} | ${m.p99Ms.toFixed(0)} | ${m.rssMb.toFixed(0)} | ${m.load.toFixed(1)} | ${m.seqScans} (${m.seqTuples}) |`);
     const two = minutes[1]?.perSecond ?? 0;
     const last = minutes[minutes.length - 1]?.perSecond ?? 0;
     if (two > 0) out(`last minute / minute two: ${((100 * last) / two).toFixed(0)}% (target >= 90%)`);

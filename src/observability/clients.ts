@@ -1,5 +1,6 @@
 // Metrics of the process's database pools and Redis connections, read at scrape time from the clients themselves:
-//   orch_db_pool_connections   {database, state}   gauge: state total|idle|waiting (pg.Pool's counts)
+//   orch_db_pool_connections   {database, pool, state} gauge: state total|idle|waiting (pg.Pool's counts); pool main or
+//                              generic_plans (src/storage/pg.ts: the step writer's lane)
 //   orch_redis_connected       {client}            gauge: 1 while the connection is ready
 //   orch_redis_reconnects_total {client}           counter: reconnect attempts (an outage shows as a climb)
 // A client is tracked from open to close (the returned function stops it), so a closed pool leaves no series.
@@ -24,7 +25,7 @@ interface Instruments {
   reconnects: Counter;
 }
 
-const pools = new Map<PoolLike, string>();
+const pools = new Map<PoolLike, { database: string; pool: string }>();
 const redises = new Map<RedisLike, string>();
 let instruments: Instruments | undefined;
 
@@ -37,10 +38,10 @@ function ensure(): Instruments {
     reconnects: meter.createCounter('orch_redis_reconnects', { description: 'Redis reconnect attempts' }),
   };
   made.pool.addCallback((result) => {
-    for (const [pool, database] of pools) {
-      result.observe(pool.totalCount, { database, state: 'total' });
-      result.observe(pool.idleCount, { database, state: 'idle' });
-      result.observe(pool.waitingCount, { database, state: 'waiting' });
+    for (const [p, labels] of pools) {
+      result.observe(p.totalCount, { ...labels, state: 'total' });
+      result.observe(p.idleCount, { ...labels, state: 'idle' });
+      result.observe(p.waitingCount, { ...labels, state: 'waiting' });
     }
   });
   made.redisUp.addCallback((result) => {
@@ -59,9 +60,9 @@ export function databaseLabel(url: string): string {
   }
 }
 
-export function trackDbPool(pool: PoolLike, database: string): () => void {
+export function trackDbPool(pool: PoolLike, database: string, name = 'main'): () => void {
   ensure();
-  pools.set(pool, database);
+  pools.set(pool, { database, pool: name });
   return () => {
     pools.delete(pool);
   };

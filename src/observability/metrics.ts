@@ -24,7 +24,7 @@
 //   orch_http_request_duration_seconds                         {method, route, status}        histogram (observability/http.ts)
 //   orch_grpc_request_duration_seconds                         {method, status}               histogram (observability/grpc.ts)
 //   nodejs_* and process_*: event-loop delay, heap, GC, memory (runtime-metrics.ts)
-//   orch_db_pool_connections {database, state}, orch_redis_* {client}: clients.ts
+//   orch_db_pool_connections {database, pool, state}, orch_redis_* {client}: clients.ts
 // (One finished counter with a `status` label replaced orch_executions_{completed,failed,cancelled}_total and the
 // workflow triplet in issue 19: sum(rate(...)) by (status) is the usual query, and the old names are gone.)
 import { metrics, type BatchObservableCallback, type Counter, type ObservableCounter, type Histogram, type Meter, type ObservableGauge, type ObservableResult } from '@opentelemetry/api';

@@ -19,6 +19,14 @@ export interface QueryOptions {
    * Adapters without prepared statements (PGlite) ignore it.
    */
   prepare?: string;
+  /**
+   * Run it on the pg adapter's generic-plan lane: a few pooled connections with plan_cache_mode =
+   * force_generic_plan, so a prepared statement is planned once per connection (and per plan generation) instead of
+   * at every run. For named statements whose generic plan is index-driven for any batch (test/storage/
+   * hot-statements.test.ts EXPLAINs it) but which PostgreSQL would plan anew every time: the step writer's, whose
+   * arrays a generic plan estimates at 10 elements (docs/RETENTION.md). PostgreSQL only; elsewhere the main pool.
+   */
+  genericPlan?: boolean;
 }
 
 /** Anything that can run one statement: the Db itself or an open transaction. */

@@ -36,6 +36,11 @@ export interface PgOptions {
   inject?: (db: Db) => Db;
   /** The watch that remakes prepared statements' plans as tables grow (plan-generations.ts); false: none. */
   plans?: PlanGenerationOptions | false;
+  /**
+   * Connections of the generic-plan lane (QueryOptions.genericPlan), opened on first use and closed when idle.
+   * Default 4 (the step writer's transactions in flight), at most poolSize; 0: no lane. PostgreSQL only.
+   */
+  genericPlanPoolSize?: number;
 }
 
 /** What openPg answers: a Db, and its plan generations (undefined on CockroachDB or when switched off). */
@@ -60,9 +65,22 @@ function clientQueryable(client: pg.PoolClient): Queryable {
   };
 }
 
+// The generic-plan lane. PostgreSQL's default plan cache (plan_cache_mode = auto) plans a prepared statement for its
+// parameters at every run unless the generic plan's estimated cost is no higher than the custom plans' average; for
+// the step writer's statement it never is (a generic plan costs every unnest($n) and = ANY($1) at 10 elements, a
+// custom plan the batch's real 1-8), so the statement was planned at every call: 0.3 ms of planning beside 0.3 ms of
+// execution (docs/BENCHMARKS.md, issue 23). plan_cache_mode is a session setting and applies to every statement of a
+// connection, unnamed ones included, and the unnamed statements must keep custom plans (a generic plan of
+// `status IN ($2, $3)` cannot use the partial indexes on live rows). So the statements that ask for it run on a few
+// connections of their own that force generic plans. Plan generations (plan-generations.ts) watch this pool too: a
+// generic plan made while a table was small is remade when the table has doubled.
+const GENERIC_PLANS = '-c plan_cache_mode=force_generic_plan';
+
 class PgPoolDb implements Db {
   readonly kind = 'pg' as const;
   plans: PlanGenerations | undefined;
+  /** The generic-plan lane (above); undefined on CockroachDB, when switched off, or until the server is known. */
+  lane: pg.Pool | undefined;
   private closing: Promise<void> | undefined;
   /** Stops the pool's metrics (src/observability/clients.ts) when the pool ends. */
   untrack: () => void = () => undefined;
@@ -78,7 +96,8 @@ class PgPoolDb implements Db {
   // from a terminal error by type, and the HTTP layer answers it with 503 and Retry-After.
   async query<R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> {
     try {
-      return toResult<R>(await inDbSpan(sql, () => this.pool.query(statement(sql, params, options))));
+      const pool = options?.genericPlan && this.lane ? this.lane : this.pool;
+      return toResult<R>(await inDbSpan(sql, () => pool.query(statement(sql, params, options))));
     } catch (err) {
       throw asOutage('database', err);
     }
@@ -147,16 +166,36 @@ class PgPoolDb implements Db {
   /** Idempotent: shutdown paths may close the same Db more than once. */
   close(): Promise<void> {
     this.plans?.stop();
-    this.closing ??= this.pool.end().finally(() => this.untrack());
+    this.closing ??= Promise.all([this.pool.end(), this.lane?.end()]).then(
+      () => this.untrack(),
+      (err: unknown) => {
+        this.untrack();
+        throw err;
+      },
+    );
     return this.closing;
   }
 }
 
 /** Opens a pool on `url` and checks that the server answers; fails with UNAVAILABLE when it does not. */
+/**
+ * The lane's pool: its connections start with plan_cache_mode = force_generic_plan (a startup option, so no statement
+ * of theirs ever runs without it). pg lets the URL's own `options` override the config's, so they are merged here.
+ */
+function genericPlanLane(url: string, size: number, opts: PgOptions): pg.Pool {
+  const u = new URL(url);
+  const options = [u.searchParams.get('options'), GENERIC_PLANS].filter(Boolean).join(' ');
+  u.searchParams.delete('options');
+  const lane = new pg.Pool({ connectionString: u.toString(), options, max: size, connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000, types: pgTypes });
+  lane.on('error', (err) => opts.logger?.warn({ err }, 'idle PostgreSQL connection (generic-plan lane) failed'));
+  return lane;
+}
+
 export async function openPg(url: string, opts: PgOptions = {}): Promise<PgDb> {
+  const poolSize = opts.poolSize ?? 10;
   const pool = new pg.Pool({
     connectionString: url,
-    max: opts.poolSize ?? 10,
+    max: poolSize,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? 10_000,
     types: pgTypes,
   });
@@ -171,10 +210,30 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<PgDb> {
   const db = retryingStatements(opts.inject ? opts.inject(raw) : raw, opts.retry);
   try {
     await pool.query('SELECT 1');
-    // CockroachDB remakes its plans when table statistics change, and has no DISCARD PLANS (plan-generations.ts).
-    if (plans && !(await isCockroach(raw))) {
+    // CockroachDB remakes its plans when table statistics change, and has no DISCARD PLANS (plan-generations.ts);
+    // its plan cache is its own, so the generic-plan lane is PostgreSQL's only.
+    const cockroach = await isCockroach(raw);
+    if (plans && !cockroach) {
       raw.plans = plans;
       plans.start();
+    }
+    const laneSize = Math.min(poolSize, opts.genericPlanPoolSize ?? 4);
+    let lane: pg.Pool | undefined;
+    try {
+      lane = !cockroach && laneSize > 0 ? genericPlanLane(url, laneSize, opts) : undefined;
+    } catch (err) {
+      // Only a URL that new URL() cannot read (pg's own parser took it): the statements then use the main pool.
+      opts.logger?.warn({ err }, 'no generic-plan lane: the database URL could not be parsed');
+    }
+    if (lane) {
+      plans?.attach(lane);
+      const untrackLane = trackDbPool(lane, databaseLabel(url), 'generic_plans');
+      const untrackMain = raw.untrack;
+      raw.untrack = () => {
+        untrackMain();
+        untrackLane();
+      };
+      raw.lane = lane;
     }
   } catch (err) {
     raw.untrack();

@@ -134,8 +134,10 @@ const ONE_STATEMENT = `WITH v AS (${V_ROWS}),
        )
        SELECT id, (SELECT count(*) FROM ins)::INT4 AS inserted FROM upd`;
 
+// On the generic-plan lane (src/storage/pg.ts): PostgreSQL's own choice plans this statement at every call (its
+// generic plan costs each array at 10 elements, above a real batch's custom plans), about as long as running it.
 async function writeOneStatement(db: Queryable, batch: Pending[]): Promise<Set<string>> {
-  const res = await db.query<{ id: string }>(ONE_STATEMENT, [...rowParams(batch), ...eventParams(batch)], { prepare: 'orch_workflow_steps' });
+  const res = await db.query<{ id: string }>(ONE_STATEMENT, [...rowParams(batch), ...eventParams(batch)], { prepare: 'orch_workflow_steps', genericPlan: true });
   return new Set(res.rows.map((r) => r.id));
 }
 
