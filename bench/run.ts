@@ -191,9 +191,10 @@ if (what === 'db' || what === 'all') await benchDb();
 if (what === 'fsal' || what === 'all') await reportFsal(RUNS, (l) => process.stdout.write(`${l}\n`));
 if (what === 'workflow-race' || what === 'all') await benchWorkflowRace(RUNS, arg('workflows', 2000), (l) => process.stdout.write(`${l}\n`));
 if (what === 'workflow-race-api' || what === 'all') {
-  // Issue 16: the race through orch's public API (`orch up`, HTTP run-and-wait) beside the in-process engine.
+  // Issue 16: the race through orch's public API (`orch up` from dist/, HTTP run-and-wait and gRPC RunWorkflow)
+  // beside Restate and the in-process engine (--no-engine skips it); --concurrency 1,4,16,64,256,1024 for the curve.
   const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
-  await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`));
+  await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`), { engine: !process.argv.includes('--no-engine') });
 }
 if (what === 'routing' || what === 'all') {
   // Issue 7: RouteExecution decisions/s with 10 and 1,000 registered workers (--seconds per measurement).

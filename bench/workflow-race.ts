@@ -141,14 +141,18 @@ export async function startRestate(): Promise<{ invoke: (id: string) => Promise<
   }
 }
 
-export async function raceRestate(workflows: number, concurrencies: number[]): Promise<{ version: string; figures: RaceFigures[] }> {
+/** Workflows per measurement at concurrency c (default: min(W, 200) at c=1, else W). */
+export type WorkflowCount = (workflows: number, c: number) => number;
+const defaultCount: WorkflowCount = (workflows, c) => (c === 1 ? Math.min(workflows, 200) : workflows);
+
+export async function raceRestate(workflows: number, concurrencies: number[], count: WorkflowCount = defaultCount): Promise<{ version: string; figures: RaceFigures[] }> {
   const restate = await startRestate();
   try {
     await drive(50, 8, (i) => restate.invoke(`warm-${i}`)); // warm-up
     const figures: RaceFigures[] = [];
     for (const c of concurrencies) {
       const tag = `${Date.now()}-${c}`;
-      figures.push(await drive(c === 1 ? Math.min(workflows, 200) : workflows, c, (i) => restate.invoke(`${tag}-${i}`)));
+      figures.push(await drive(count(workflows, c), c, (i) => restate.invoke(`${tag}-${i}`)));
     }
     return { version: restate.version, figures };
   } finally {
@@ -217,7 +221,7 @@ export interface OrchFigures extends RaceFigures {
   cpuMsPerWorkflow: number;
 }
 
-export async function raceOrch(workflows: number, concurrencies: number[]): Promise<OrchFigures[]> {
+export async function raceOrch(workflows: number, concurrencies: number[], count: WorkflowCount = defaultCount): Promise<OrchFigures[]> {
   const orch = await startOrch();
   try {
     await drive(50, 8, (i) => orch.invoke(`warm-${i}`)); // warm-up
@@ -225,7 +229,7 @@ export async function raceOrch(workflows: number, concurrencies: number[]): Prom
     for (const c of concurrencies) {
       const before = { ...orch.stats };
       const cpu = process.cpuUsage();
-      const f = await drive(c === 1 ? Math.min(workflows, 200) : workflows, c, (i) => orch.invoke(String(i)));
+      const f = await drive(count(workflows, c), c, (i) => orch.invoke(String(i)));
       const used = process.cpuUsage(cpu);
       const tx = orch.stats.transactions - before.transactions;
       figures.push({

@@ -61,6 +61,7 @@ import { fsalHandlers } from '../gateway/grpc/fsal-handlers.ts';
 import { FsalService } from '../fsal/service.ts';
 import { createStimulusService } from '../stimuli/wiring.ts';
 import { stimulusHandlers } from '../gateway/grpc/stimulus-handlers.ts';
+import { workflowHandlers } from '../gateway/grpc/workflow-handlers.ts';
 import { BillingService } from '../billing/service.ts';
 import { observeClusterNodes } from '../observability/node-metrics.ts';
 import { JudgeService } from '../judges/service.ts';
@@ -369,6 +370,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         auth: { ...config.grpc_auth, exempt_methods: [...config.grpc_auth.exempt_methods, ...SEAL_EXEMPT_METHODS], authenticator },
         logger: log,
         handlers: { ...(agentsCap ? executionHandlers(agentsCap.executions, log) : {}), ...sealHandlers(seal, log), ...(stimuli ? stimulusHandlers(stimuli, log) : {}),
+          ...(workflowCap ? workflowHandlers(workflowCap.runs, log) : {}),
           // ValidateWithJudges: judge agents run as executions (docs/JUDGES.md); Cortex answers FAILED_PRECONDITION when disabled.
           ...judgeHandlers(new JudgeService({ executions: () => agentsCap?.executions ?? routedExecutions, agents: agentService, logger: log }), log),
           ...cortexHandlers(cortex),

@@ -13,6 +13,9 @@ import type { TerminalCache, TerminalSnapshot, Wakers } from './engine/wakers.ts
 
 export const AWAIT_POLL_MS = 2_000;
 
+/** The longest run-and-wait honoured (HTTP `Prefer: wait`, gRPC `wait_seconds`); a larger ask is capped. */
+export const MAX_RUN_WAIT_SECONDS = 60;
+
 export interface AwaitEndDeps {
   db: Db;
   bus: EventBus;

@@ -1,7 +1,9 @@
 // Run-and-wait over HTTP (issue 16): `POST /v1/workflows/{name}/run` with `Prefer: wait=N` (RFC 7240) answers 200
 // with the run's end when it ends within the wait, else 201 with the run id at the wait's end; a malformed
-// preference is ignored (201 at once, no Preference-Applied), a large one capped.
+// preference is ignored (201 at once, no Preference-Applied), a large one capped. Its gRPC twin RunWorkflow.
 import test from 'ava';
+import { credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { OrchRuntimeClient, RunWorkflowRequest, type RunWorkflowResponse } from '../../src/gen/orch/runtime/v1/runtime.js';
 import { startTestNode } from '../support/in-process-node.ts';
 import { raceManifest } from '../../bench/workflow-race.ts';
 import { humanWorkflow } from './ws-support.ts';
@@ -104,4 +106,68 @@ test('run-and-wait for a run held elsewhere: woken by its terminal event on the 
   // Already ended before the wait began: the first row read answers it.
   const again = await awaitRunEnd(deps, id, 5_000, undefined, 60_000);
   t.is(again?.status, 'completed');
+});
+
+/** A one-state workflow whose final_output doubles its input (output_template). */
+const DOUBLER = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata:
+  name: doubler
+  version: 1.0.0
+  output_template:
+    doubled: '{{blackboard.doubled}}'
+spec:
+  initial_state: work
+  states:
+    work:
+      kind: System
+      command: 'update_blackboard {"doubled": "{{input.n}}{{input.n}}"}'
+      transitions: []
+`;
+
+function runWorkflow(client: InstanceType<typeof OrchRuntimeClient>, req: Partial<RunWorkflowRequest>, token?: string): Promise<{ res?: RunWorkflowResponse; err?: ServiceError; ms: number }> {
+  const md = new Metadata();
+  if (token) md.set('authorization', `Bearer ${token}`);
+  const t0 = Date.now();
+  return new Promise((resolve) =>
+    client.runWorkflow(RunWorkflowRequest.fromPartial(req), md, { deadline: Date.now() + 60_000 }, (err, res) => resolve({ ...(err ? { err } : { res }), ms: Date.now() - t0 })),
+  );
+}
+
+test('gRPC RunWorkflow: with wait_seconds the end and output; a long run the id at the wait end; bad input INVALID_ARGUMENT', async (t) => {
+  const n = await startTestNode(t, { name: 'runwait-grpc' });
+  const token = await n.token();
+  for (const yaml of [DOUBLER, humanWorkflow('slowgrpc')]) t.is((await n.api('POST', '/v1/workflows', { manifest_yaml: yaml }, token)).status, 201);
+  const client = new OrchRuntimeClient(n.node.addresses.grpc, credentials.createInsecure());
+  t.teardown(() => client.close());
+
+  const done = await runWorkflow(client, { workflow: 'doubler', input_json: '{"n": 21}', wait_seconds: 20 }, token);
+  t.is(done.err, undefined, done.err?.details);
+  t.is(done.res?.status, 'completed');
+  t.deepEqual(JSON.parse(done.res?.final_output_json ?? 'undefined'), { doubled: '2121' });
+  t.is(done.res?.error, undefined);
+  const row = await n.api<{ status: string; final_output: unknown }>('GET', `/v1/workflows/executions/${done.res?.execution_id}`, undefined, token);
+  t.like(row.body, { status: 'completed', final_output: { doubled: '2121' } }, 'the answer is the committed end');
+
+  // No wait: the run id at once, as a plain start.
+  const now = await runWorkflow(client, { workflow: 'slowgrpc' }, token);
+  t.is(now.res?.status, 'started');
+  t.regex(now.res?.execution_id ?? '', /^[0-9a-f-]{36}$/);
+  t.is(now.res?.final_output_json, undefined);
+
+  // A run still going when the wait ends: its id, after the wait.
+  const slow = await runWorkflow(client, { workflow: 'slowgrpc', wait_seconds: 1 }, token);
+  t.is(slow.res?.status, 'started');
+  t.true(slow.ms >= 900, `it waited for the ask (${slow.ms} ms)`);
+
+  const badJson = await runWorkflow(client, { workflow: 'doubler', input_json: '{nope', wait_seconds: 5 }, token);
+  t.is(badJson.err?.code, status.INVALID_ARGUMENT);
+  t.is(badJson.err?.details, 'input_json is not valid JSON');
+  const badBoard = await runWorkflow(client, { workflow: 'doubler', blackboard_json: '[1]', wait_seconds: 5 }, token);
+  t.is(badBoard.err?.code, status.INVALID_ARGUMENT);
+  t.is((await runWorkflow(client, { workflow: 'nope', wait_seconds: 5 }, token)).err?.code, status.NOT_FOUND);
+  t.is((await runWorkflow(client, { workflow: 'doubler', wait_seconds: 5 })).err?.code, status.UNAUTHENTICATED);
+  // Nothing half-written by the refusals: only the three runs above exist.
+  const list = await n.api<{ count: number }>('GET', '/v1/workflows/executions?limit=50', undefined, token);
+  t.is(list.body.count, 3);
 });

@@ -61,6 +61,7 @@ test('the services have the methods of seed 000', (t) => {
       'AttestAgent',
       'InvokeTool',
       'IngestStimulus',
+      'RunWorkflow', // orch addition (issue 16)
     ].map((m) => `/orch.runtime.v1.OrchRuntime/${m}`),
   );
   t.deepEqual(

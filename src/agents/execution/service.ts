@@ -11,6 +11,7 @@ import type { AgentManifest } from '../manifest/types.ts';
 import { EXECUTION_KIND, type ExecutionMessage } from './actor.ts';
 import { appendExecutionEvent, ExecutionHistory, executionStream, readExecutionEvents, TERMINAL_EVENTS } from './events.ts';
 import { readTimeline, type Timeline } from './timeline.ts';
+import { awaitExecutionEnd } from './await-end.ts';
 import * as repo from './repo.ts';
 import { uuidPrefixRange } from '../../storage/id-prefix.ts';
 import type { Teller } from '../../actors/tell.ts';
@@ -182,6 +183,16 @@ export class ExecutionService {
     }
     this.logger.info({ execution: id, agent: agent.name }, 'execution created');
     return { execution_id: id };
+  }
+
+  /**
+   * Run-and-wait: starts the execution and, if it ends within `waitMs`, answers its view (status, final_output,
+   * reason); else the id as `start` does. `signal`: the caller went away.
+   */
+  async startAndWait(req: StartRequest, waitMs: number, signal?: AbortSignal): Promise<{ execution_id: string } | ExecutionView> {
+    const started = await this.start(req);
+    const end = await awaitExecutionEnd(this.db, this.bus, started.execution_id, waitMs, signal);
+    return end ? view(end) : started;
   }
 
   async get(tenant: string, id: string): Promise<ExecutionView> {

@@ -7,6 +7,7 @@ import { toJsonEvent } from '../../agents/execution/events.ts';
 import { ExecutionService } from '../../agents/execution/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
+import { preferWaitSeconds } from './prefer.ts';
 import { ExecutionListQuery, IdParams, PageQuery } from './route-schemas.ts';
 
 interface StartBody {
@@ -67,11 +68,25 @@ async function streamSse(service: ExecutionService, tenant: string, id: string, 
 }
 
 export function registerExecutionRoutes(app: FastifyInstance, executions: ExecutionService): void {
-  app.post<{ Body: StartBody }>('/v1/executions', async (request) => {
+  app.post<{ Body: StartBody }>('/v1/executions', async (request, reply) => {
     const p = principalOf(request);
     const agentId = request.body?.agent_id;
     if (typeof agentId !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'Invalid agent ID');
-    return executions.start({ tenant: p.tenantId, agentId, input: inputOf(request.body), contextJson: contextOf(request.body) });
+    const req = { tenant: p.tenantId, agentId, input: inputOf(request.body), contextJson: contextOf(request.body) };
+    // Run-and-wait (issue 16): `Prefer: wait=N` answers the execution's view (status, final_output, reason) when it
+    // ends within N seconds, else `{execution_id}` as without it. A malformed preference is ignored (RFC 7240).
+    const wait = preferWaitSeconds(request.headers.prefer);
+    if (wait === undefined) return executions.start(req);
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      const out = await executions.startAndWait(req, wait * 1000, gone.signal);
+      reply.header('preference-applied', `wait=${wait}`);
+      return out;
+    } finally {
+      reply.raw.off('close', onClose);
+    }
   });
 
   app.post<{ Params: { id: string }; Body: StartBody }>('/v1/agents/:id/execute', async (request) => {

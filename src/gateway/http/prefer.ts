@@ -2,8 +2,10 @@
 // preference the server does not understand, or a malformed one, is ignored (no 400): the request is served as if
 // it had not asked, and `Preference-Applied` is only sent for the wait actually honoured.
 
+import { MAX_RUN_WAIT_SECONDS } from '../../workflow/await-end.ts';
+
 /** The longest wait honoured; a larger ask is capped (and the cap is what Preference-Applied reports). */
-export const MAX_PREFER_WAIT_SECONDS = 60;
+export const MAX_PREFER_WAIT_SECONDS = MAX_RUN_WAIT_SECONDS;
 
 /** Seconds to wait from the Prefer header(s), capped; undefined when absent, malformed or zero. */
 export function preferWaitSeconds(header: string | string[] | undefined, max = MAX_PREFER_WAIT_SECONDS): number | undefined {

@@ -451,6 +451,38 @@ export interface WorkflowExecution {
   completed_at?: string | undefined;
 }
 
+/** orch addition (issue 16), the gRPC twin of `POST /v1/workflows/{name}/run` with `Prefer: wait=N`. */
+export interface RunWorkflowRequest {
+  /** Name or id of a deployed workflow. */
+  workflow: string;
+  /** A deployed version; absent: the latest. */
+  version?:
+    | string
+    | undefined;
+  /** JSON text of the run's input; empty: {}. */
+  input_json: string;
+  intent?:
+    | string
+    | undefined;
+  /** JSON text of an object merged into the initial blackboard; empty: none. */
+  blackboard_json: string;
+  /** 0: answer at once with the run id; else wait up to this many seconds (capped at 60) for the run's end. */
+  wait_seconds: number;
+}
+
+export interface RunWorkflowResponse {
+  /** UUID of the run. */
+  execution_id: string;
+  /** started (still running when the answer went out), completed, failed or cancelled. */
+  status: string;
+  /** JSON text of the run's output, when it ended within the wait. */
+  final_output_json?:
+    | string
+    | undefined;
+  /** Why it failed or was cancelled. */
+  error?: string | undefined;
+}
+
 function createBaseExecuteAgentRequest(): ExecuteAgentRequest {
   return { agent_id: "", input: "", context_json: "", security_policy: undefined, workflow_execution_id: undefined };
 }
@@ -5448,6 +5480,292 @@ export const WorkflowExecution: MessageFns<WorkflowExecution> = {
   },
 };
 
+function createBaseRunWorkflowRequest(): RunWorkflowRequest {
+  return { workflow: "", version: undefined, input_json: "", intent: undefined, blackboard_json: "", wait_seconds: 0 };
+}
+
+export const RunWorkflowRequest: MessageFns<RunWorkflowRequest> = {
+  encode(message: RunWorkflowRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.workflow !== "") {
+      writer.uint32(10).string(message.workflow);
+    }
+    if (message.version !== undefined) {
+      writer.uint32(18).string(message.version);
+    }
+    if (message.input_json !== "") {
+      writer.uint32(26).string(message.input_json);
+    }
+    if (message.intent !== undefined) {
+      writer.uint32(34).string(message.intent);
+    }
+    if (message.blackboard_json !== "") {
+      writer.uint32(42).string(message.blackboard_json);
+    }
+    if (message.wait_seconds !== 0) {
+      writer.uint32(48).uint32(message.wait_seconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunWorkflowRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunWorkflowRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.workflow = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.input_json = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.intent = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.blackboard_json = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.wait_seconds = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunWorkflowRequest {
+    return {
+      workflow: isSet(object.workflow) ? globalThis.String(object.workflow) : "",
+      version: isSet(object.version) ? globalThis.String(object.version) : undefined,
+      input_json: isSet(object.inputJson)
+        ? globalThis.String(object.inputJson)
+        : isSet(object.input_json)
+        ? globalThis.String(object.input_json)
+        : "",
+      intent: isSet(object.intent) ? globalThis.String(object.intent) : undefined,
+      blackboard_json: isSet(object.blackboardJson)
+        ? globalThis.String(object.blackboardJson)
+        : isSet(object.blackboard_json)
+        ? globalThis.String(object.blackboard_json)
+        : "",
+      wait_seconds: isSet(object.waitSeconds)
+        ? globalThis.Number(object.waitSeconds)
+        : isSet(object.wait_seconds)
+        ? globalThis.Number(object.wait_seconds)
+        : 0,
+    };
+  },
+
+  toJSON(message: RunWorkflowRequest): unknown {
+    const obj: any = {};
+    if (message.workflow !== "") {
+      obj.workflow = message.workflow;
+    }
+    if (message.version !== undefined) {
+      obj.version = message.version;
+    }
+    if (message.input_json !== "") {
+      obj.inputJson = message.input_json;
+    }
+    if (message.intent !== undefined) {
+      obj.intent = message.intent;
+    }
+    if (message.blackboard_json !== "") {
+      obj.blackboardJson = message.blackboard_json;
+    }
+    if (message.wait_seconds !== 0) {
+      obj.waitSeconds = Math.round(message.wait_seconds);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunWorkflowRequest>, I>>(base?: I): RunWorkflowRequest {
+    return RunWorkflowRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunWorkflowRequest>, I>>(object: I): RunWorkflowRequest {
+    const message = createBaseRunWorkflowRequest();
+    message.workflow = object.workflow ?? "";
+    message.version = object.version ?? undefined;
+    message.input_json = object.input_json ?? "";
+    message.intent = object.intent ?? undefined;
+    message.blackboard_json = object.blackboard_json ?? "";
+    message.wait_seconds = object.wait_seconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseRunWorkflowResponse(): RunWorkflowResponse {
+  return { execution_id: "", status: "", final_output_json: undefined, error: undefined };
+}
+
+export const RunWorkflowResponse: MessageFns<RunWorkflowResponse> = {
+  encode(message: RunWorkflowResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.execution_id !== "") {
+      writer.uint32(10).string(message.execution_id);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.final_output_json !== undefined) {
+      writer.uint32(26).string(message.final_output_json);
+    }
+    if (message.error !== undefined) {
+      writer.uint32(34).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RunWorkflowResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRunWorkflowResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.execution_id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.final_output_json = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RunWorkflowResponse {
+    return {
+      execution_id: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : "",
+      status: isSet(object.status) ? globalThis.String(object.status) : "",
+      final_output_json: isSet(object.finalOutputJson)
+        ? globalThis.String(object.finalOutputJson)
+        : isSet(object.final_output_json)
+        ? globalThis.String(object.final_output_json)
+        : undefined,
+      error: isSet(object.error) ? globalThis.String(object.error) : undefined,
+    };
+  },
+
+  toJSON(message: RunWorkflowResponse): unknown {
+    const obj: any = {};
+    if (message.execution_id !== "") {
+      obj.executionId = message.execution_id;
+    }
+    if (message.status !== "") {
+      obj.status = message.status;
+    }
+    if (message.final_output_json !== undefined) {
+      obj.finalOutputJson = message.final_output_json;
+    }
+    if (message.error !== undefined) {
+      obj.error = message.error;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RunWorkflowResponse>, I>>(base?: I): RunWorkflowResponse {
+    return RunWorkflowResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RunWorkflowResponse>, I>>(object: I): RunWorkflowResponse {
+    const message = createBaseRunWorkflowResponse();
+    message.execution_id = object.execution_id ?? "";
+    message.status = object.status ?? "";
+    message.final_output_json = object.final_output_json ?? undefined;
+    message.error = object.error ?? undefined;
+    return message;
+  },
+};
+
 export type OrchRuntimeService = typeof OrchRuntimeService;
 export const OrchRuntimeService = {
   /**
@@ -5539,6 +5857,19 @@ export const OrchRuntimeService = {
       Buffer.from(IngestStimulusResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): IngestStimulusResponse => IngestStimulusResponse.decode(value),
   },
+  /**
+   * orch addition (issue 16): starts a run of a deployed workflow; with wait_seconds, answers its end when the run
+   * ends within the wait (run-and-wait), else the run id at the wait's end, as without it.
+   */
+  runWorkflow: {
+    path: "/orch.runtime.v1.OrchRuntime/RunWorkflow" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RunWorkflowRequest): Buffer => Buffer.from(RunWorkflowRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RunWorkflowRequest => RunWorkflowRequest.decode(value),
+    responseSerialize: (value: RunWorkflowResponse): Buffer => Buffer.from(RunWorkflowResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RunWorkflowResponse => RunWorkflowResponse.decode(value),
+  },
 } as const;
 
 export interface OrchRuntimeServer extends UntypedServiceImplementation {
@@ -5561,6 +5892,11 @@ export interface OrchRuntimeServer extends UntypedServiceImplementation {
   invokeTool: handleUnaryCall<InvokeToolRequest, InvokeToolResponse>;
   /** Routes a stimulus to a workflow (two-stage hybrid routing). */
   ingestStimulus: handleUnaryCall<IngestStimulusRequest, IngestStimulusResponse>;
+  /**
+   * orch addition (issue 16): starts a run of a deployed workflow; with wait_seconds, answers its end when the run
+   * ends within the wait (run-and-wait), else the run id at the wait's end, as without it.
+   */
+  runWorkflow: handleUnaryCall<RunWorkflowRequest, RunWorkflowResponse>;
 }
 
 export interface OrchRuntimeClient extends Client {
@@ -5685,6 +6021,25 @@ export interface OrchRuntimeClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: IngestStimulusResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * orch addition (issue 16): starts a run of a deployed workflow; with wait_seconds, answers its end when the run
+   * ends within the wait (run-and-wait), else the run id at the wait's end, as without it.
+   */
+  runWorkflow(
+    request: RunWorkflowRequest,
+    callback: (error: ServiceError | null, response: RunWorkflowResponse) => void,
+  ): ClientUnaryCall;
+  runWorkflow(
+    request: RunWorkflowRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RunWorkflowResponse) => void,
+  ): ClientUnaryCall;
+  runWorkflow(
+    request: RunWorkflowRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RunWorkflowResponse) => void,
   ): ClientUnaryCall;
 }
 
