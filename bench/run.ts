@@ -16,6 +16,7 @@ import { benchSeal } from './seal.ts';
 import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWorkflowRaceApi } from './workflow-race-api.ts';
+import { benchApiProfile } from './api-profile.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchSoak } from './soak.ts';
 import { benchPlanCost } from './plan-cost.ts';
@@ -195,6 +196,11 @@ if (what === 'workflow-race-api' || what === 'all') {
   // beside Restate and the in-process engine (--no-engine skips it); --concurrency 1,4,16,64,256,1024 for the curve.
   const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
   await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`), { engine: !process.argv.includes('--no-engine') });
+}
+if (what === 'api-profile') {
+  // Issue 16: the node's CPU profile, PostgreSQL CPU and statements per workflow of the API race (private PostgreSQL).
+  const flag = (name: string): string | undefined => process.argv.find((a, i) => process.argv[i - 1] === `--${name}`);
+  await benchApiProfile({ path: flag('path') === 'grpc' ? 'grpc' : 'http', workflows: arg('workflows', 2000), concurrency: Number(flag('concurrency') ?? 64) }, (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'routing' || what === 'all') {
   // Issue 7: RouteExecution decisions/s with 10 and 1,000 registered workers (--seconds per measurement).

@@ -50,19 +50,29 @@ export async function ensureDist(out: (line: string) => void = () => undefined):
   if (res.status !== 0 || after.use !== 'dist') throw new Error(`dist/ could not be built (${after.why ?? `exit ${res.status}`}); the bench runs orch only from dist/`);
 }
 
-/** CPU seconds used so far by the PostgreSQL backends connected to `database` (pids from pg_stat_activity). */
-async function pgBackendCpu(admin: pg.Client, database: string): Promise<number> {
+/** CPU seconds per PostgreSQL backend connected to `database` (pids from pg_stat_activity, CPU from /proc). */
+async function pgBackendCpu(admin: pg.Client, database: string): Promise<Map<number, number>> {
   const res = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+  const out = new Map<number, number>();
+  for (const { pid } of res.rows) {
+    const s = await cpuSeconds(pid).catch(() => undefined);
+    if (s !== undefined) out.set(pid, s);
+  }
+  return out;
+}
+
+/** CPU seconds the backends used between two readings (a backend that left in between is lost; a new one counts whole). */
+export function pgCpuDelta(before: Map<number, number>, after: Map<number, number>): number {
   let sum = 0;
-  for (const { pid } of res.rows) sum += await cpuSeconds(pid).catch(() => 0);
+  for (const [pid, s] of after) sum += s - (before.get(pid) ?? 0);
   return sum;
 }
 
 export interface OrchApi {
   node: NodeProcess;
   invoke: Record<ApiPath, () => Promise<void>>;
-  /** CPU seconds of the node's PostgreSQL backends so far. */
-  pgCpu: () => Promise<number>;
+  /** CPU seconds of each of the node's PostgreSQL backends so far (pgCpuDelta of two readings). */
+  pgCpu: () => Promise<Map<number, number>>;
   close: () => Promise<void>;
 }
 
@@ -136,7 +146,7 @@ export async function raceOrchApi(workflows: number, concurrencies: number[], o:
         const [cpu0, pg0] = [await cpuSeconds(pid), await orch.pgCpu()];
         const f = await drive(workflowsAt(workflows, c), c, () => orch.invoke[p]());
         const [cpu1, pg1] = [await cpuSeconds(pid), await orch.pgCpu()];
-        figures[p].push({ ...f, nodeCpuMsPerWorkflow: ((cpu1 - cpu0) * 1000) / f.workflows, pgCpuMsPerWorkflow: ((pg1 - pg0) * 1000) / f.workflows });
+        figures[p].push({ ...f, nodeCpuMsPerWorkflow: ((cpu1 - cpu0) * 1000) / f.workflows, pgCpuMsPerWorkflow: (pgCpuDelta(pg0, pg1) * 1000) / f.workflows });
       }
     }
     return figures;
