@@ -35,3 +35,14 @@ export interface ActorKind<Msg extends ActorMessage> {
   /** The supervisor gave up after repeated crashes: record a terminal failure with `reason` on the row. */
   giveUp(key: string, reason: string): Promise<void>;
 }
+
+/**
+ * Thrown by an actor's work when it parked itself durably (its row says so, e.g. a workflow run waiting on a person):
+ * the actor leaves memory quietly; a message to its key, or its deadline, brings it back from the row.
+ */
+export class Passivated extends Error {
+  constructor() {
+    super('parked');
+    this.name = 'Passivated';
+  }
+}

@@ -76,7 +76,14 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       ...(s.cluster?.execution_lease_seconds ? { execution_lease_seconds: s.cluster.execution_lease_seconds } : {}),
       ...(s.cluster?.worker_wait_seconds !== undefined ? { worker_wait_seconds: s.cluster.worker_wait_seconds } : {}),
     },
-    ...(s.workflow?.poll_seconds !== undefined ? { workflow: { poll_seconds: s.workflow.poll_seconds } } : {}),
+    ...(s.workflow?.poll_seconds !== undefined || s.workflow?.park_after_seconds !== undefined
+      ? {
+          workflow: {
+            ...(s.workflow.poll_seconds !== undefined ? { poll_seconds: s.workflow.poll_seconds } : {}),
+            ...(s.workflow.park_after_seconds !== undefined ? { park_after_seconds: s.workflow.park_after_seconds } : {}),
+          },
+        }
+      : {}),
     database: {
       ...(s.database?.url ? { url: s.database.url } : {}),
       ...(s.database?.startup_wait_seconds !== undefined ? { startup_wait_seconds: s.database.startup_wait_seconds } : {}),

@@ -141,8 +141,9 @@ const Spec = Section({
     execution_lease_seconds: seconds(1, 3600),
     worker_wait_seconds: seconds(0, 86400),
   }),
-  // docs/CONFIG.md "spec.workflow": the safety-net poll of waiting runs (wake-ups come by message, TellActor).
-  workflow: Section({ poll_seconds: seconds(0.05, 86400) }),
+  // docs/CONFIG.md "spec.workflow": the safety-net poll of waiting runs (wake-ups come by message, TellActor), and
+  // how long a run waits on a Human state before it is parked (leaves memory; docs/WORKFLOWS.md).
+  workflow: Section({ poll_seconds: seconds(0.05, 86400), park_after_seconds: seconds(0, 86400) }),
   database: Section({
     url: Type.String({ pattern: '^postgres(ql)?://', 'x-expect': 'a postgres:// or postgresql:// URL' }),
     startup_wait_seconds: seconds(0, 86400),

@@ -73,7 +73,8 @@ export interface NodeConfig {
   /**
    * Workflow runs: `poll_seconds` is how often a waiting run (a Human state, a child run) re-reads its row as a
    * safety net; an answer given on any node wakes it at once by message (docs/CLUSTER.md "Messages to actors").
-   * Default 30.
+   * Default 30. `park_after_seconds`: a run waiting on a Human state that long leaves memory (parked on its row,
+   * brought back by a message or the parked-run scan; docs/WORKFLOWS.md "Idle runs are parked"). Default 10.
    */
   workflow?: FileSection<'workflow'>;
   /**

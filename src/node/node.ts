@@ -299,6 +299,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
         },
         ...(config.cluster.workflow_lease_seconds ? { leaseMs: Math.round(config.cluster.workflow_lease_seconds * 1000) } : {}),
         ...(config.workflow?.poll_seconds !== undefined ? { pollMs: Math.round(config.workflow.poll_seconds * 1000) } : {}),
+        ...(config.workflow?.park_after_seconds !== undefined ? { parkAfterMs: Math.round(config.workflow.park_after_seconds * 1000) } : {}),
         post,
       });
       kinds.push(...workflowCap.kinds);

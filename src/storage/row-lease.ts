@@ -24,6 +24,8 @@ export interface RowClaim<R extends object = Row> extends RowFence {
 export interface ClaimOptions {
   /** An extra SQL condition the row must meet, e.g. `status <> 'DEREGISTERED'` (trusted code only). */
   where?: string;
+  /** Extra assignments made by the claim, e.g. `parked = FALSE` (trusted code only). */
+  set?: string;
 }
 
 export function rowLost(fence: RowFence): OrchError {
@@ -62,9 +64,10 @@ export async function claimRow<R extends object = Row>(
   options: ClaimOptions = {},
 ): Promise<RowClaim<R> | null> {
   const extra = options.where ? ` AND (${options.where})` : '';
+  const set = options.set ? `, ${options.set}` : '';
   const res = await db.query<R>(
     `UPDATE ${ident(table)}
-     SET owner_node = $2, epoch = epoch + 1, lease_expires_at = ${expiresIn(3)}
+     SET owner_node = $2, epoch = epoch + 1, lease_expires_at = ${expiresIn(3)}${set}
      WHERE ${ident(keyColumn)} = $1
        AND (owner_node IS NULL OR owner_node = $2 OR lease_expires_at IS NULL OR lease_expires_at < now())${extra}
      RETURNING *`,

@@ -13,6 +13,7 @@ import { markUnhealthyIfOverdue, overduePeers, recoverableNodeIds, releaseDeregi
 import { appendExecutionEvent, readExecutionEvents } from '../../src/agents/execution/events.ts';
 import { EXECUTIONS_TABLE, getTenantExecution, insertExecution } from '../../src/agents/execution/repo.ts';
 import { PLAIN_SQL, RECOVER_SQL } from '../../src/cluster/membership.ts';
+import { holderOf } from '../../src/cluster/tell/post.ts';
 import { readWorkflow, snapshotExecutions, snapshotWorkflows } from '../../src/gateway/feed/rows.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { LeaseRenewer } from '../../src/storage/lease-renewer.ts';
@@ -96,6 +97,11 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await lapsedRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, 'node-a', 'non-workers', [waiting]);
   await snapshotWorkflows(db, TENANT, 50);
   await readWorkflow(db, ids[0]!);
+  // Parked runs (parking.ts): adoption of a dead node's parked runs, the safety-net scan, a message's holder lookup.
+  await db.query(`INSERT INTO workflow_parking_leases (node_id, expires_at) VALUES ('gone-node', now() - INTERVAL '1 minute')`);
+  await h.cap.parker.adopt();
+  await h.cap.parker.scan();
+  await holderOf(db, 'workflow', ids[0]!);
 
   // Agent executions: start, claim, renew (one statement for all held rows), events, recovery, the feed.
   const exec = await db.tx((tx) =>
@@ -154,7 +160,10 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
     ['workflow step writer', /UPDATE workflow_executions AS w SET/],
     ['workflow starts', /INSERT INTO workflow_executions/],
     ['workflow claim renewals', /UPDATE workflow_executions w SET lease_expires_at/],
-    ['workflow recovery sweep', /SELECT id AS k FROM workflow_executions/],
+    ['workflow recovery sweep', /SELECT id::TEXT AS id FROM workflow_executions\s+WHERE status IN/],
+    ['parked-run adoption', /WHERE id IN \(SELECT id FROM workflow_executions WHERE parked AND owner_node/],
+    ['parked-run scan', /WHERE w\.parked AND w\.owner_node/],
+    ['holder of a run', /FROM workflow_executions r WHERE r\.id/],
     ['lapsed-lease sweep', /FROM workflow_executions e/],
     ['workflow event history', /FROM workflow_events/],
     ['approval timer recovery', /FROM approvals a/],

@@ -11,7 +11,7 @@ import type { Queryable } from '../../storage/db.ts';
 import type { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import { releaseRow, renewRow, type RowClaim, type RowFence } from '../../storage/row-lease.ts';
 import { CancelledByUser, NodeShuttingDown, isHandOver } from '../../agents/execution/errors.ts';
-import type { ActorHandle, Behaviour } from '../kind.ts';
+import { Passivated, type ActorHandle, type Behaviour } from '../kind.ts';
 import { claimLeasedRow, type LeasedTable } from './table.ts';
 
 export type LeasedRowMessage =
@@ -66,6 +66,9 @@ export abstract class LeasedRowBehaviour<R extends LeasedRow> implements Behavio
   /** Runs the row's work to its end; rejects with a hand-over error (isHandOver) when the row stops being ours. */
   protected abstract run(claim: RowClaim<R>, signal: AbortSignal): Promise<void>;
 
+  /** Called once the actor has left the runtime after its work ended (a kind that parks checks for a late wake). */
+  protected ended(): void {}
+
   /** Takes the claim the actor runs under. Always a new claim here; a kind whose rows arrive claimed overrides it. */
   protected claim(): Promise<RowClaim<R> | null> {
     return claimLeasedRow<R>(this.ls.db, this.table, this.actor.key, this.ls.nodeId, this.ls.leaseMs);
@@ -93,6 +96,11 @@ export abstract class LeasedRowBehaviour<R extends LeasedRow> implements Behavio
     this.running = this.run(claim, abort.signal).then(
       () => this.actor.schedule(0, { type: 'ended' }),
       (error: Error) => {
+        if (error instanceof Passivated) {
+          // Parked on its row (the work released the claim's renewal itself): leave memory without a word.
+          this.actor.schedule(0, { type: 'ended' });
+          return;
+        }
         if (isHandOver(error)) {
           this.log.info({ reason: error.message }, `${this.labels.run} handed over`);
           // The row belongs to another node: leave the runtime, so that a later recovery here can spawn the actor
@@ -133,6 +141,7 @@ export abstract class LeasedRowBehaviour<R extends LeasedRow> implements Behavio
         if (this.fence) this.ls.renewer?.release(this.fence);
         this.fence = undefined;
         this.actor.stop();
+        this.ended();
         return;
       case 'crashed':
         // Thrown inside the actor so that the supervisor recovers it from its row with a new claim (held anew), or

@@ -28,15 +28,23 @@ const TABLES: Record<TellKind, { table: string; active: string }> = {
 /** Reads the row's claim and the holder's address in one statement. */
 export async function holderOf(db: Queryable, kind: TellKind, key: string): Promise<Holder> {
   const t = TABLES[kind];
-  const res = await db.query<{ active: boolean; owner_node: string | null; live: boolean | null; role: string | null; grpc_address: string | null; cluster_address: string | null }>(
-    `SELECT r.status IN ${t.active} AS active, r.owner_node, r.lease_expires_at > now() AS live, n.role, n.grpc_address, n.cluster_address
-     FROM ${t.table} r LEFT JOIN cluster_nodes n ON n.node_id = r.owner_node WHERE r.id = $1`,
+  // A parked workflow run (no actor in memory, no lease of its own) is held by its node while that node's parking
+  // lease holds: the message goes there and brings it back (src/workflow/engine/parking.ts).
+  const live = kind === 'workflow'
+    ? `CASE WHEN r.parked THEN (SELECT p.expires_at > now() FROM workflow_parking_leases p WHERE p.node_id = r.owner_node)
+       ELSE r.lease_expires_at > now() END`
+    : 'r.lease_expires_at > now()';
+  // The holder's address by primary key in a scalar subquery: never a join that may read every member row.
+  const res = await db.query<{ active: boolean; owner_node: string | null; live: boolean | null; address: string | null }>(
+    `SELECT r.status IN ${t.active} AS active, r.owner_node, ${live} AS live,
+       (SELECT CASE WHEN n.role = 'worker' THEN n.grpc_address ELSE n.cluster_address END FROM cluster_nodes n WHERE n.node_id = r.owner_node) AS address
+     FROM ${t.table} r WHERE r.id = $1`,
     [key],
   );
   const r = res.rows[0];
   if (!r || !r.active) return { gone: true };
   if (!r.owner_node || r.live !== true) return { gone: false };
-  const address = r.role === 'worker' ? r.grpc_address : r.cluster_address;
+  const address = r.address;
   return { gone: false, nodeId: r.owner_node, ...(address ? { address } : {}) };
 }
 

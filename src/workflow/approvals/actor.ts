@@ -6,7 +6,7 @@
 import type { ActorHandle, ActorKind, ActorMessage, Behaviour } from '../../actors/kind.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
-import { getApproval, recoverableApprovalIds, resolveApproval } from './repo.ts';
+import { APPROVAL_TIMER_HORIZON_MS, getApproval, recoverableApprovalIds, resolveApproval } from './repo.ts';
 
 export const APPROVAL_KIND = 'approval';
 
@@ -31,7 +31,9 @@ class ApprovalBehaviour implements Behaviour<ApprovalMessage> {
 
   async recover(): Promise<void> {
     const row = await getApproval(this.s.db, this.actor.key);
-    if (!row || row.status !== 'pending' || !row.deadline) {
+    // A deadline further off than the horizon holds no timer: the workflow sweep starts this actor again when it
+    // comes near (recoverableApprovalIds), so a run waiting days costs nothing in memory meanwhile.
+    if (!row || row.status !== 'pending' || !row.deadline || row.deadline.getTime() - Date.now() > APPROVAL_TIMER_HORIZON_MS) {
       this.actor.stop();
       return;
     }

@@ -100,17 +100,25 @@ export async function resolveApproval(
   return res.rows[0];
 }
 
-/** Pending approvals with a deadline whose run this node drives (its own, unowned, or with an expired claim). */
-export async function recoverableApprovalIds(db: Queryable, nodeId: string): Promise<string[]> {
+/** An approval's timer runs only this long before its deadline; further off, the sweep starts it later. */
+export const APPROVAL_TIMER_HORIZON_MS = 60_000;
+
+/**
+ * Pending approvals whose deadline comes within `horizonMs` and whose run this node drives: a live run that is its
+ * own, unowned or with an expired claim, or a run parked on this node. Approvals further off need no timer yet: the
+ * sweep asks again (a due-time scan, not a timer per waiting run).
+ */
+export async function recoverableApprovalIds(db: Queryable, nodeId: string, horizonMs: number = APPROVAL_TIMER_HORIZON_MS): Promise<string[]> {
   const res = await db.query<{ id: string }>(
     // The pending approvals come from their partial index; each one's run is looked up by id in a scalar subquery
     // (never flattened into a join), so no plan reads the whole history of runs to find a few (issue 23).
     `SELECT a.id FROM approvals a
-     WHERE a.status = 'pending' AND a.deadline IS NOT NULL
-       AND (SELECT w.owner_node IS NULL OR w.owner_node = $1 OR w.lease_expires_at IS NULL OR w.lease_expires_at < now()
+     WHERE a.status = 'pending' AND a.deadline IS NOT NULL AND a.deadline < now() + ($2::INT * INTERVAL '1 millisecond')
+       AND (SELECT CASE WHEN w.parked THEN w.owner_node = $1
+                   ELSE w.owner_node IS NULL OR w.owner_node = $1 OR w.lease_expires_at IS NULL OR w.lease_expires_at < now() END
             FROM workflow_executions w WHERE w.id = a.workflow_execution_id)
      ORDER BY a.deadline`,
-    [nodeId],
+    [nodeId, Math.round(horizonMs)],
   );
   return res.rows.map((r) => r.id);
 }

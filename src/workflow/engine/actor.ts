@@ -7,7 +7,7 @@ import type { ActorHandle, ActorKind, ActorMessage } from '../../actors/kind.ts'
 import type { EventBus } from '../../bus/bus.ts';
 import { LeasedRowBehaviour, type LeasedRowMessage } from '../../actors/leased-row/behaviour.ts';
 import { activeWhere } from '../../actors/leased-row/table.ts';
-import type { RowClaim } from '../../storage/row-lease.ts';
+import { claimRow, type RowClaim } from '../../storage/row-lease.ts';
 import type { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import { insertWorkflowEvents } from './events.ts';
 import { WORKFLOW_EXECUTIONS_TABLE, recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
@@ -48,7 +48,18 @@ class WorkflowBehaviour extends LeasedRowBehaviour<WorkflowExecutionRow> {
     if (inserted && inserted.owner_node === this.s.nodeId && inserted.lease_expires_at) {
       return Promise.resolve({ table: WORKFLOW_EXECUTIONS_TABLE.table, keyColumn: WORKFLOW_EXECUTIONS_TABLE.keyColumn, key: inserted.id, nodeId: this.s.nodeId, epoch: inserted.epoch, expiresAt: inserted.lease_expires_at, row: inserted });
     }
-    return super.claim();
+    // A parked run is claimed only by the node it is parked on (another adopts it first, parking.ts); the claim
+    // brings it back into memory, so it is no longer parked. ($2 is the claiming node in claimRow's statement.)
+    const t = WORKFLOW_EXECUTIONS_TABLE;
+    return claimRow<WorkflowExecutionRow>(this.s.db, t.table, t.keyColumn, this.actor.key, this.s.nodeId, this.s.leaseMs, {
+      where: `${activeWhere(t)} AND (NOT parked OR owner_node = $2)`,
+      set: 'parked = FALSE',
+    });
+  }
+
+  /** Left memory: a parked run that a message reached meanwhile is spawned again (parking.ts). */
+  protected override ended(): void {
+    this.s.parker?.settled(this.actor.key);
   }
 
   protected run(claim: RowClaim<WorkflowExecutionRow>, signal: AbortSignal): Promise<void> {

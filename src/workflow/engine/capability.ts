@@ -26,6 +26,12 @@ import { sweepIntervalFor } from '../../actors/leased-row/sweeper.ts';
 import { recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
 import { recoverableApprovalIds } from '../approvals/repo.ts';
 import { LocalPost, type Post } from '../../actors/tell.ts';
+import { Parker } from './parking.ts';
+
+/** spec.workflow.park_after_seconds' default: a run idle this long on a Human state leaves memory. */
+export const DEFAULT_PARK_AFTER_MS = 10_000;
+/** The parked-run safety-net scan when spec.workflow.poll_seconds is not set. */
+const DEFAULT_SCAN_MS = 30_000;
 
 /**
  * How long a workflow row's claim lasts without renewal (renewed every quarter of it, all of a node's rows in one
@@ -48,7 +54,9 @@ export interface WorkflowCapability {
    * Starts the periodic sweep that takes over runs (and approval timers) whose owner's claim expired — another
    * controller died — without waiting for a restart. Answers the function that stops it.
    */
-  startSweeper(intervalMs?: number): () => void;
+  startSweeper(intervalMs?: number): () => Promise<void>;
+  /** Parks idle waiting runs and brings them back (parking.ts). */
+  parker: Parker;
 }
 
 /** System states in a bubblewrap sandbox (never unsandboxed), per-run scratch workspaces under the tmpdir. */
@@ -69,6 +77,8 @@ export function startWorkflowCapability(o: {
   leaseMs?: number;
   /** The safety-net poll of waiting runs (spec.workflow.poll_seconds); wake-ups come by message (post). */
   pollMs?: number;
+  /** A run waiting on a Human state parks (leaves memory) after this long (spec.workflow.park_after_seconds). */
+  parkAfterMs?: number;
   /** Messages to actors on any node (src/cluster/tell/post.ts); absent: in-process only (LocalPost). */
   post?: Post;
   writer?: WriterOptions;
@@ -97,8 +107,19 @@ export function startWorkflowCapability(o: {
   const post = o.post ?? new LocalPost();
   // What a message to a run held here does: wake what it waits for (it re-reads the row), or stop it when the row
   // asks for a cancel. False: no live run here (the sender re-reads the lease and follows it).
+  const parker = new Parker({
+    db: o.db,
+    nodeId: o.nodeId,
+    actors: o.actors,
+    kind: WORKFLOW_KIND,
+    logger: log,
+    parkAfterMs: o.parkAfterMs ?? DEFAULT_PARK_AFTER_MS,
+    scanMs: o.pollMs ?? DEFAULT_SCAN_MS,
+  });
   post.register('workflow', async (key, msg) => {
-    if (!o.actors.isLive(WORKFLOW_KIND, key)) return false;
+    // A run leaving memory takes the message once gone; a parked one is spawned again from its row.
+    if (parker.holdIfLeaving(key)) return true;
+    if (!o.actors.isLive(WORKFLOW_KIND, key)) return parker.deliver(key, msg);
     if (msg.type === 'wake') {
       wakers.wake(msg.topic ?? key);
       return true;
@@ -129,6 +150,7 @@ export function startWorkflowCapability(o: {
     terminals,
     renewer,
     teller: post,
+    parker,
     ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
     ...(o.storage ? { storage: o.storage } : {}),
     onApprovalCreated: (id) => o.actors.spawn(APPROVAL_KIND, id),
@@ -148,6 +170,7 @@ export function startWorkflowCapability(o: {
   };
   return {
     startSweeper: (intervalMs = sweepIntervalFor(leaseMs)) => {
+      parker.start(intervalMs);
       let sweeping = false;
       const timer = setInterval(() => {
         // One pass at a time: a slow database must not pile sweeps up.
@@ -158,8 +181,12 @@ export function startWorkflowCapability(o: {
           .finally(() => (sweeping = false));
       }, intervalMs);
       timer.unref();
-      return () => clearInterval(timer);
+      return async () => {
+        clearInterval(timer);
+        await parker.stop();
+      };
     },
+    parker,
     runs,
     approvals: new ApprovalService(o.db, post),
     kinds: [wk as unknown as ActorKind<ActorMessage>, ak as unknown as ActorKind<ActorMessage>],

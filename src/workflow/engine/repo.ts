@@ -1,7 +1,7 @@
 // SQL for workflow_executions. Reads from the API are scoped by tenant; the owning actor reads its row by id and
 // writes it only through the fenced writer (writer.ts).
 import type { Queryable } from '../../storage/db.ts';
-import { recoverableRowKeys, type LeasedTable } from '../../actors/leased-row/table.ts';
+import type { LeasedTable } from '../../actors/leased-row/table.ts';
 import type { WorkflowManifest } from '../manifest/types.ts';
 import type { NewWorkflowEvent } from './events.ts';
 
@@ -37,6 +37,8 @@ export interface WorkflowExecutionRow {
   depth: number;
   ancestry: string[];
   cancel_requested: boolean;
+  /** Parked (passivated) on owner_node: no actor in memory (parking.ts). */
+  parked: boolean;
   last_seq: number;
   owner_node: string | null;
   lease_expires_at: Date | null;
@@ -171,8 +173,20 @@ export async function listWorkflowExecutions(db: Queryable, tenantId: string, f:
 }
 
 /** Non-terminal runs this node should drive after a start: its own, unowned, or with an expired claim. */
-export function recoverableWorkflowIds(db: Queryable, nodeId: string): Promise<string[]> {
-  return recoverableRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, nodeId);
+/**
+ * Runs this node should drive after a start or on a sweep: active, not parked, and its own, unowned or with an
+ * expired claim. Parked runs need no actor: their node brings one back on a message; a dead node's are adopted
+ * (parking.ts).
+ */
+export async function recoverableWorkflowIds(db: Queryable, nodeId: string): Promise<string[]> {
+  const res = await db.query<{ id: string }>(
+    `SELECT id::TEXT AS id FROM workflow_executions
+     WHERE status IN ('running', 'waiting_for_human_input') AND NOT parked
+       AND (owner_node IS NULL OR owner_node = $1 OR lease_expires_at IS NULL OR lease_expires_at < now())
+     ORDER BY created_at`,
+    [nodeId],
+  );
+  return res.rows.map((r) => r.id);
 }
 
 export async function deleteWorkflowExecution(tx: Queryable, tenantId: string, id: string): Promise<number> {

@@ -18,6 +18,8 @@ import type { WorkflowExecutionRow } from './repo.ts';
 import type { StateResult, StateRunContext, StateRunner } from './runner-types.ts';
 import type { TerminalCache, Wakers } from './wakers.ts';
 import type { Teller } from '../../actors/tell.ts';
+import { Passivated } from '../../actors/kind.ts';
+import type { Parker } from './parking.ts';
 import type { RunSnapshot, StepWriter } from './writer.ts';
 import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
@@ -38,6 +40,8 @@ export interface EngineDeps {
   /** How often a waiting run re-reads its approval: only a safety net, since an answer given on any node wakes it at
    * once (a TellActor to this node when given elsewhere). spec.workflow.poll_seconds; default 30 s. */
   pollMs?: number;
+  /** Parks runs that wait on a Human state past its delay (parking.ts); absent: waiting runs stay in memory. */
+  parker?: Parker;
   /** Tells a parent run (wherever it is held) that this child ended; absent: only this node's waiters are woken. */
   teller?: Teller;
   /** Where finished runs leave their terminal snapshot for in-process waiters (wakes `terminal:<id>`). */
@@ -210,7 +214,7 @@ export class WorkflowRun {
       ancestry: [...(this.row.ancestry ?? []), this.row.workflow_name],
       logger: this.log,
       ...(this.row.intent !== null ? { intent: this.row.intent } : {}),
-      wake: (topic, maxMs, s) => this.deps.wakers.wait(topic, Math.min(maxMs, this.deps.pollMs ?? DEFAULT_POLL_MS), s),
+      wake: (topic, maxMs, s) => this.deps.wakers.wait(topic, Math.min(maxMs, this.deps.pollMs ?? DEFAULT_POLL_MS), s).then(() => undefined),
     };
     // A child logger per visit only when a runner logs (most update_blackboard steps never do).
     let stateLog: Logger | undefined;
@@ -265,17 +269,27 @@ export class WorkflowRun {
       );
     }
     if (state.timeout_seconds !== undefined) this.deps.onApprovalCreated(approvalId);
+    const parker = this.deps.parker;
+    const pollMs = this.deps.pollMs ?? DEFAULT_POLL_MS;
+    let parkAt = parker ? Date.now() + parker.parkAfterMs : Infinity;
     for (;;) {
       if (this.signal.aborted) throw this.signal.reason;
       // Armed before the read: a wake-up that arrives while the row is being read is not lost.
       const stop = new AbortController();
       const onAbort = (): void => stop.abort();
       this.signal.addEventListener('abort', onAbort, { once: true });
-      const woken = this.deps.wakers.wait(this.row.id, this.deps.pollMs ?? DEFAULT_POLL_MS, stop.signal);
+      let wokeUp = false;
+      const woken = this.deps.wakers.wait(this.row.id, Math.max(0, Math.min(pollMs, parkAt - Date.now())), stop.signal, () => (wokeUp = true));
       try {
         const a = await getApproval(this.deps.db, approvalId);
         if (!a) throw new Error(`approval ${approvalId} of state "${name}" is missing`);
         if (a.status !== 'pending') return this.humanResult(state, name, a);
+        if (parker && Date.now() >= parkAt) {
+          // Idle long enough: leave memory; a message (or the parked-run scan) brings the run back from its row.
+          if (await parker.park(this.fence, () => !wokeUp && !this.signal.aborted)) throw new Passivated();
+          parkAt = Date.now() + Math.max(1000, parker.parkAfterMs);
+          if (!wokeUp) continue;
+        }
         await woken;
       } finally {
         stop.abort();

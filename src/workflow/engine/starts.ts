@@ -199,6 +199,7 @@ function rowOf(w: StartWrite, ins: Inserted): WorkflowExecutionRow {
     depth: e.depth,
     ancestry: e.ancestry,
     cancel_requested: false,
+    parked: false,
     last_seq: w.events.length,
     owner_node: e.ownerNode,
     lease_expires_at: ins.lease_expires_at,

@@ -2,30 +2,35 @@
 // run). The waiter also polls its row, so a resolution made on another node is seen too; this only makes the
 // common single-node case immediate.
 export class Wakers {
-  private readonly waiting = new Map<string, Set<() => void>>();
+  private readonly waiting = new Map<string, Set<(woken: boolean) => void>>();
 
-  /** Resolves at the next wake(key), after `ms`, or when `signal` aborts, whichever is first. */
-  wait(key: string, ms: number, signal?: AbortSignal): Promise<void> {
+  /**
+   * Resolves at the next wake(key), after `ms`, or when `signal` aborts, whichever is first: true when it was a
+   * wake(key). `onWake` is called synchronously by that wake (a caller deciding something meanwhile sees it at once).
+   */
+  wait(key: string, ms: number, signal?: AbortSignal, onWake?: () => void): Promise<boolean> {
     return new Promise((resolve) => {
-      const set = this.waiting.get(key) ?? new Set<() => void>();
+      const set = this.waiting.get(key) ?? new Set<(woken: boolean) => void>();
       this.waiting.set(key, set);
-      const done = (): void => {
+      const done = (woken: boolean): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
+        signal?.removeEventListener('abort', onAbort);
         set.delete(done);
         if (set.size === 0 && this.waiting.get(key) === set) this.waiting.delete(key);
-        resolve();
+        if (woken) onWake?.();
+        resolve(woken);
       };
-      const timer = setTimeout(done, ms);
+      const onAbort = (): void => done(false);
+      const timer = setTimeout(onAbort, ms);
       timer.unref();
-      signal?.addEventListener('abort', done, { once: true });
-      if (signal?.aborted) done();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal?.aborted) onAbort();
       set.add(done);
     });
   }
 
   wake(key: string): void {
-    for (const fn of [...(this.waiting.get(key) ?? [])]) fn();
+    for (const fn of [...(this.waiting.get(key) ?? [])]) fn(true);
   }
 }
 
