@@ -2,6 +2,7 @@
 // whose every operation is an FsalService call for (execution, volume, tenant); Unmount detaches it and removes the
 // mountpoint. One mount per volume per daemon (the path is the volume id); mounting it again for the same execution
 // answers the same path, for another execution ALREADY_EXISTS.
+import { execFile } from 'node:child_process';
 import { mkdir, rmdir } from 'node:fs/promises';
 import { status } from '@grpc/grpc-js';
 import path from 'node:path';
@@ -89,7 +90,7 @@ export class MountManager {
         throw preflightError(err, target);
       }
       const mountPath = path.join(this.opts.mountPrefix, target.volume_id);
-      await mkdir(mountPath, { recursive: true });
+      await this.prepareMountpoint(mountPath);
       const fuse = new Fuse(mountPath, fsalOperations(remote, this.log), {
         force: true,
         allowOther: true,
@@ -109,6 +110,24 @@ export class MountManager {
       this.log.info({ ...target, mountPath }, 'volume mounted');
       return mountPath;
     });
+  }
+
+  /**
+   * Makes the mountpoint. A daemon that died (killed -9) leaves its mounts behind with no one serving them: every
+   * access answers ENOTCONN, so mkdir fails and the volume could never be mounted again. Such a dead mount is
+   * detached first (`fusermount -uz`); it is ours, since the path is this daemon's prefix and the volume's id.
+   */
+  private async prepareMountpoint(mountPath: string): Promise<void> {
+    try {
+      await mkdir(mountPath, { recursive: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOTCONN') throw err;
+      this.log.warn({ mountPath }, 'detaching a dead mount left by an earlier daemon');
+      await new Promise<void>((resolve, reject) =>
+        execFile('fusermount', ['-uz', mountPath], (e, _o, stderr) => (e ? reject(new OrchError(Errors.UNAVAILABLE, `detaching the dead mount ${mountPath} failed: ${stderr || e.message}`)) : resolve())),
+      );
+      await mkdir(mountPath, { recursive: true });
+    }
   }
 
   unmount(executionId: string, volumeId: string): Promise<void> {

@@ -11,20 +11,111 @@ import type { Logger } from '../logging/logger.ts';
 import type { FuseOperations, FuseStats } from './binding.ts';
 import { errnoFor, type FsalRemote } from './fsal-client.ts';
 
-/** Largest Read/Write sent in one FSAL call. */
+/** Largest Write sent in one FSAL call, and the size of a write-behind buffer. */
 const CHUNK = 1024 * 1024;
 /**
- * Read-ahead per open file: the kernel reads in 128 KiB requests; one FSAL Read of 1 MiB serves eight of them. The
- * block is kept for that open file only and dropped by any change made through this mount to the path, and on
- * release: close-to-open consistency, as NFS gives (the kernel re-reads through the daemon at every open).
+ * Read-ahead per open file: the kernel reads in 128 KiB requests; one FSAL Read of 2 MiB (the FSAL's largest) serves
+ * sixteen of them, and the next block is fetched while the current one is served. Blocks are kept for that open file
+ * only and dropped by any change made through this mount to the path, and on release: close-to-open consistency, as
+ * NFS gives.
  */
-const READ_AHEAD = 1024 * 1024;
+const READ_AHEAD = 2 * 1024 * 1024;
+/**
+ * Write-behind: a kernel write (128 KiB at most) is copied into a 1 MiB buffer per path and answered at once; full
+ * buffers go to the FSAL as one Write each, in order, while the kernel sends the next. A write waits once this many
+ * bytes of the path are buffered or in flight. flush (every close), fsync, and any operation that reads the path's
+ * size or data (getattr, read, truncate, rename, readdir) wait for the path's Writes first, so what the mount shows
+ * is what was written. A Write the FSAL refuses (ENOSPC, EROFS, a policy refusal) is answered to the next write,
+ * flush or fsync of the path, as NFS reports an asynchronous write's error; each FSAL Write is still whole or
+ * refused, and the quota exact.
+ */
+const WRITE_BEHIND_MAX = 8 * 1024 * 1024;
+/** How long the daemon answers getattr from what it learned itself (Create, its own writes): the kernel's attr cache. */
+const ATTR_TTL_MS = 1000;
 
 interface Block {
   path: string;
   offset: number;
   data: Buffer;
   eof: boolean;
+}
+
+interface OpenFile {
+  block?: Block;
+  /** The block after `block`, being fetched. */
+  next?: { path: string; offset: number; promise: Promise<Block> };
+}
+
+/** The write-behind queue of one path. */
+class WriteBehind {
+  private buf: Buffer | undefined;
+  private start = 0;
+  private len = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private queued = 0;
+  private error: unknown;
+
+  constructor(
+    private readonly remote: FsalRemote,
+    private readonly path: string,
+  ) {}
+
+  idle(): boolean {
+    return this.queued === 0 && this.len === 0 && this.error === undefined;
+  }
+
+  async write(src: Buffer, len: number, pos: number): Promise<void> {
+    this.raise();
+    let done = 0;
+    while (done < len) {
+      if (!this.buf || pos + done !== this.start + this.len || this.len === this.buf.length) {
+        this.ship();
+        this.buf = Buffer.allocUnsafe(CHUNK);
+        this.start = pos + done;
+        this.len = 0;
+      }
+      const n = Math.min(len - done, this.buf.length - this.len);
+      src.copy(this.buf, this.len, done, done + n);
+      this.len += n;
+      done += n;
+      if (this.len === this.buf.length) this.ship();
+    }
+    while (this.queued > WRITE_BEHIND_MAX) await this.chain;
+    this.raise();
+  }
+
+  /** Sends what is buffered and waits for every Write of the path; throws the first refusal (once). */
+  async flush(): Promise<void> {
+    this.ship();
+    await this.chain;
+    this.raise();
+  }
+
+  private ship(): void {
+    if (!this.buf || this.len === 0) return;
+    const data = this.buf.subarray(0, this.len);
+    const at = this.start;
+    this.buf = undefined;
+    this.len = 0;
+    this.queued += data.length;
+    this.chain = this.chain.then(async () => {
+      try {
+        // After a refusal nothing more is sent: the kernel hears of it at the next write, flush or fsync.
+        if (this.error === undefined) await this.remote.write(this.path, at, data);
+      } catch (err) {
+        this.error = err;
+      } finally {
+        this.queued -= data.length;
+      }
+    });
+  }
+
+  private raise(): void {
+    if (this.error === undefined) return;
+    const err = this.error;
+    this.error = undefined;
+    throw err;
+  }
 }
 
 function neg(errno: string): number {
@@ -53,21 +144,56 @@ export function toStats(a: FileAttributes): FuseStats {
 export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperations {
   const log = logger.child({ component: 'fuse-ops', volume_id: remote.target.volume_id });
   let nextFd = 1;
-  const blocks = new Map<number, Block>();
+  const files = new Map<number, OpenFile>();
+  const dirty = new Map<string, WriteBehind>();
+  const attrs = new Map<string, { a: FileAttributes; until: number }>();
 
+  const under = (p: string, root: string): boolean => p === root || p.startsWith(root === '/' ? '/' : `${root}/`);
+
+  /** Drops what the daemon keeps of `paths` (read blocks, attributes) after a change through the mount. */
   function forget(...paths: string[]): void {
-    for (const [fd, b] of blocks) if (paths.some((p) => b.path === p || b.path.startsWith(`${p}/`))) blocks.delete(fd);
+    for (const f of files.values()) {
+      if (f.block && paths.some((p) => under(f.block!.path, p))) f.block = undefined;
+      if (f.next && paths.some((p) => under(f.next!.path, p))) f.next = undefined;
+    }
+    for (const k of attrs.keys()) if (paths.some((p) => under(k, p))) attrs.delete(k);
   }
 
-  /** Serves a kernel read from the open file's block, fetching a READ_AHEAD block when it does not cover it. */
+  /** Waits for the Writes of `path` (and, with `tree`, of every path under it); throws a refusal. */
+  async function settle(path: string, tree = false): Promise<void> {
+    for (const [p, wb] of [...dirty]) {
+      if (p !== path && !(tree && under(p, path))) continue;
+      try {
+        await wb.flush();
+      } finally {
+        if (wb.idle() && dirty.get(p) === wb) dirty.delete(p);
+      }
+    }
+  }
+
+  function fetchBlock(path: string, offset: number, len: number): Promise<Block> {
+    const data = Buffer.allocUnsafe(Math.max(len, READ_AHEAD));
+    return readInto(path, data, data.length, offset).then((n) => ({ path, offset, data: data.subarray(0, n), eof: n < data.length }));
+  }
+
+  /** Serves a kernel read from the open file's blocks, fetching the next block ahead while this one is served. */
   async function readCached(path: string, fd: number, buf: Buffer, len: number, pos: number): Promise<number> {
-    let b = blocks.get(fd);
+    let f = files.get(fd);
+    if (!f) files.set(fd, (f = {}));
     const covers = (x: Block | undefined): x is Block => !!x && x.path === path && pos >= x.offset && (pos + len <= x.offset + x.data.length || x.eof);
-    if (!covers(b)) {
-      const data = Buffer.alloc(Math.max(len, READ_AHEAD));
-      const n = await readInto(path, data, data.length, pos);
-      b = { path, offset: pos, data: data.subarray(0, n), eof: n < data.length };
-      blocks.set(fd, b);
+    if (!covers(f.block)) {
+      const next = f.next;
+      f.next = undefined;
+      const b = next && next.path === path && next.offset <= pos ? await next.promise : undefined;
+      f.block = covers(b) ? b : await fetchBlock(path, pos, len);
+    }
+    const b = f.block!;
+    if (!b.eof && !f.next && pos + len > b.offset + b.data.length / 2) {
+      const at = b.offset + b.data.length;
+      const promise = fetchBlock(path, at, READ_AHEAD);
+      // A failed read-ahead is dropped here and fetched again (and answered) when the kernel asks for it.
+      promise.catch(() => undefined);
+      f.next = { path, offset: at, promise };
     }
     const from = pos - b.offset;
     const n = Math.max(0, Math.min(len, b.data.length - from));
@@ -89,7 +215,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
   async function readInto(path: string, buf: Buffer, len: number, pos: number): Promise<number> {
     let done = 0;
     while (done < len) {
-      const res = await remote.read(path, pos + done, Math.min(CHUNK, len - done));
+      const res = await remote.read(path, pos + done, Math.min(READ_AHEAD, len - done));
       res.data.copy(buf, done);
       done += res.data.length;
       if (res.eof || res.data.length === 0) break;
@@ -103,7 +229,16 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
     }
   }
 
+  async function getAttr(path: string): Promise<FileAttributes> {
+    await settle(path);
+    const hit = attrs.get(path);
+    if (hit && hit.until > Date.now()) return hit.a;
+    attrs.delete(path);
+    return remote.getAttr(path);
+  }
+
   async function truncate(path: string, size: number): Promise<void> {
+    await settle(path);
     const attrs = await remote.getAttr(path);
     if (attrs.is_dir) throw Object.assign(new Error('is a directory'), { code: 'EISDIR' });
     if (size === attrs.size) return;
@@ -123,7 +258,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
   return {
     getattr(path, cb) {
-      remote.getAttr(path).then(
+      getAttr(path).then(
         (a) => cb(0, toStats(a)),
         (err: unknown) => cb(neg(errnoFor(err))),
       );
@@ -131,6 +266,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
     readdir(path, cb) {
       (async () => {
+        await settle(path, true);
         const names: string[] = [];
         const stats: FuseStats[] = [];
         for (let offset = 0; ; ) {
@@ -156,23 +292,32 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
     create(path, mode, cb) {
       // The kernel calls create only for a name its lookup did not find, so an existing file is a race: refuse it.
+      forget(path);
       remote.create(path, mode & 0o7777, true).then(
-        () => cb(0, nextFd++),
+        (res) => {
+          // The kernel asks for the new file's attributes next: answer them from the Create.
+          if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
+          cb(0, nextFd++);
+        },
         (err: unknown) => cb(neg(errnoFor(err))),
       );
     },
 
     read(path, fd, buf, len, pos, cb) {
-      readCached(path, fd, buf, len, pos).then(
-        (n) => cb(n),
-        (err: unknown) => cb(neg(errnoFor(err))),
-      );
+      settle(path)
+        .then(() => readCached(path, fd, buf, len, pos))
+        .then(
+          (n) => cb(n),
+          (err: unknown) => cb(neg(errnoFor(err))),
+        );
     },
 
     write(path, _fd, buf, len, pos, cb) {
-      // Copied: the binding reuses its buffer once the callback ran, and the request is serialized asynchronously.
       forget(path);
-      writeAll(path, Buffer.from(buf.subarray(0, len)), pos).then(
+      let wb = dirty.get(path);
+      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path)));
+      // Copied into the path's buffer before the callback: the binding reuses `buf` once it has answered.
+      wb.write(buf, len, pos).then(
         () => cb(len),
         (err: unknown) => cb(neg(errnoFor(err))),
       );
@@ -188,26 +333,47 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
       run('ftruncate', path, () => truncate(path, size), cb);
     },
 
-    // Writes are synchronous FSAL calls: nothing is buffered here, so flush and fsync have nothing to do.
-    flush(_path, _fd, cb) {
-      cb(0);
+    // close() and fsync() wait for the path's buffered Writes and answer their refusal (ENOSPC, EROFS, ...).
+    flush(path, _fd, cb) {
+      run('flush', path, () => settle(path), cb);
     },
-    fsync(_path, _dataSync, _fd, cb) {
-      cb(0);
+    fsync(path, _dataSync, _fd, cb) {
+      run('fsync', path, () => settle(path), cb);
     },
-    release(_path, fd, cb) {
-      blocks.delete(fd);
-      cb(0);
+    release(path, fd, cb) {
+      files.delete(fd);
+      // flush (at close) answered any refusal already; the kernel ignores release's answer.
+      settle(path).then(
+        () => cb(0),
+        () => cb(0),
+      );
     },
 
     unlink(path, cb) {
-      forget(path);
-      run('unlink', path, () => remote.remove(path), cb);
+      run(
+        'unlink',
+        path,
+        async () => {
+          await settle(path).catch(() => undefined);
+          forget(path);
+          await remote.remove(path);
+        },
+        cb,
+      );
     },
 
     rename(src, dest, cb) {
-      forget(src, dest);
-      run('rename', src, () => remote.rename(src, dest), cb);
+      run(
+        'rename',
+        src,
+        async () => {
+          await settle(src, true);
+          await settle(dest, true);
+          forget(src, dest);
+          await remote.rename(src, dest);
+        },
+        cb,
+      );
     },
 
     mkdir(path, mode, cb) {
@@ -215,6 +381,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
     },
 
     rmdir(path, cb) {
+      forget(path);
       run('rmdir', path, () => remote.rmDir(path), cb);
     },
   };
