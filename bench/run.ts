@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|hot-updates|observability|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -25,6 +25,8 @@ import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
 import { benchHeartbeatHandler } from './heartbeat-handler.ts';
 import { benchWsFanout } from './ws-fanout.ts';
+import { benchCapacity } from './capacity/main.ts';
+import { benchTwin, TWINS, type TwinName } from './twins.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
 import { benchTell, benchWaitingRuns } from './tell.ts';
@@ -336,4 +338,34 @@ if (what === 'cluster-heartbeats' || what === 'all') {
   report(`  controller CPU, ${workers} workers at 1 s (% of one core)`, runs.map((r) => r.controllerCpuPercent), '%');
   report(`  controller CPU per heartbeat (idle subtracted)`, runs.map((r) => r.cpuMsPerHeartbeat * 1000), 'µs');
   report(`  mass recovery, ${workers} members UNHEALTHY at once`, runs.map((r) => r.recovered / r.recoverySeconds), 'members/s');
+}
+if (what === 'capacity') {
+  // Issue 16: one node driven through its API with rising offered load per surface; writes docs/CAPACITY.md, its
+  // SVG charts and capacity.json (--out DIR instead of docs/; --quick: two short steps per surface, ≤ 60 s;
+  // --only runs,steps,...: a subset). Not in `all` (minutes).
+  const opt = (name: string): string | undefined => process.argv.find((_, i) => process.argv[i - 1] === `--${name}`);
+  const quick = process.argv.includes('--quick');
+  await benchCapacity({
+    quick,
+    ...(process.argv.includes('--seconds') ? { seconds: SECONDS } : {}),
+    outDir: opt('out') ?? path.resolve('docs'),
+    ...(opt('only') ? { only: opt('only')!.split(',') } : {}),
+    log: (l) => process.stdout.write(`${l}\n`),
+  });
+}
+if (what === 'twin') {
+  // Issue 16: the twin of a k6 script (bench/k6/<script>.ts) against a fresh node here: same requests, same VUs,
+  // same thresholds. `npm run bench -- twin <workflow-run-wait|webhooks|executions|seal-invoke|ws-subscribers|all>
+  // [--vus N] [--seconds S] [--iterations N] [--subscribers N] [--rate runs/s]`. Exits 1 when a threshold failed.
+  const name = process.argv[3] ?? 'all';
+  if (name !== 'all' && !(TWINS as readonly string[]).includes(name)) throw new Error(`twin: one of ${TWINS.join(', ')}, all`);
+  const has = (flag: string): boolean => process.argv.includes(`--${flag}`);
+  const held = await benchTwin(name as TwinName | 'all', {
+    seconds: SECONDS,
+    ...(has('vus') ? { vus: arg('vus', 1) } : {}),
+    ...(has('iterations') ? { iterations: arg('iterations', 2000) } : {}),
+    ...(has('subscribers') ? { subscribers: arg('subscribers', 200) } : {}),
+    ...(has('rate') ? { runsPerSecond: arg('rate', 10) } : {}),
+  }, (l) => process.stdout.write(`${l}\n`));
+  if (!held) process.exitCode = 1;
 }

@@ -5,7 +5,7 @@
 // state, run to completion by the node meanwhile). A run counts only 200s; afterwards the database must hold exactly
 // as many routed stimuli and workflow runs as there were 200s, else the run fails.
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
@@ -14,6 +14,7 @@ import { openDb } from '../src/storage/open.ts';
 import { WorkflowDefinitionService } from '../src/workflow/registry/service.ts';
 import { startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
+import { BackendCpu, procCpuMs } from './proc-cpu.ts';
 
 const SECRET = 'bench-webhook-secret';
 
@@ -222,63 +223,6 @@ async function costs(db: Querier, pid: number | undefined): Promise<{ cpuMs: num
 }
 
 type Querier = { query: <R extends object>(sql: string) => Promise<{ rows: R[] }> };
-
-/** CPU (ms) of one process from /proc/<pid>/stat (utime + stime, clock ticks of 10 ms); undefined once it is gone. */
-async function procCpuMs(pid: number): Promise<number | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  if (stat === undefined) return undefined;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
-}
-
-/**
- * The CPU that PostgreSQL's backends serving the bench database spend over a window: the backends are listed from
- * pg_stat_activity and their /proc CPU sampled every 250 ms while the load runs, so a backend that starts during the
- * window counts from zero and one that exits counts up to its last sample (the pool closes idle connections).
- * Background processes (WAL writer, checkpointer) are shared with the machine's other databases and left out.
- */
-class BackendCpu {
-  private readonly first = new Map<number, number>();
-  private readonly last = new Map<number, number>();
-  private started = false;
-
-  constructor(private readonly db: Querier) {}
-
-  async sample(): Promise<void> {
-    const r = await this.db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
-    for (const { pid } of r.rows) {
-      const ms = await procCpuMs(pid);
-      if (ms === undefined) continue;
-      if (!this.first.has(pid)) this.first.set(pid, this.started ? 0 : ms);
-      this.last.set(pid, ms);
-    }
-    this.started = true;
-  }
-
-  private sampler: Promise<void> | undefined;
-  private stopped = false;
-
-  /** Takes the first sample, then one every 250 ms until total(). */
-  async start(): Promise<void> {
-    await this.sample();
-    this.sampler = (async () => {
-      while (!this.stopped) {
-        await new Promise((r) => setTimeout(r, 250));
-        if (!this.stopped) await this.sample();
-      }
-    })();
-  }
-
-  /** Milliseconds of backend CPU since the first sample (takes one more sample first). */
-  async total(): Promise<number> {
-    this.stopped = true;
-    await this.sampler;
-    await this.sample();
-    let sum = 0;
-    for (const [pid, end] of this.last) sum += end - (this.first.get(pid) ?? end);
-    return sum;
-  }
-}
 
 /** The counts once two reads 500 ms apart agree (the node has finished what was in flight), at most 30 s. */
 async function settled(db: Querier): Promise<{ routed: number; workflows: number; completed: number; at: number }> {
