@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,6 +12,7 @@ import { startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { benchGateway, type GatewayFigures } from './gateway.ts';
 import { benchExecutions, type ExecutionFigures } from './executions.ts';
+import { benchDensity } from './density.ts';
 import { benchSeal } from './seal.ts';
 import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
@@ -188,6 +189,17 @@ process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, nod
 if (what === 'startup' || what === 'all') await benchStartup();
 if (what === 'toolcalls' || what === 'all') await benchToolCalls();
 if (what === 'executions' || what === 'all') await benchAgentExecutions();
+if (what === 'density') {
+  // Issue 24: N executions at once through the API (--count, --delay-ms model delay), node from dist/ on PostgreSQL.
+  const i = process.argv.indexOf('--cpu-prof');
+  const figures = await benchDensity({
+    count: arg('count', 100),
+    modelDelayMs: arg('delay-ms', 1000),
+    cpuProfile: i >= 0 ? path.resolve(process.argv[i + 1] ?? 'density.cpuprofile') : undefined,
+    log: (l) => process.stdout.write(`${l}\n`),
+  });
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}
 if (what === 'seal' || what === 'all') await benchSealInvoke();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();

@@ -1,0 +1,311 @@
+// Agents at density (issue 24): N executions started at once through the HTTP API of a real node (its own process,
+// from dist/, on PostgreSQL), each doing what a real agent does at minimum: two model turns from a scripted
+// OpenAI-compatible server (a real server in this process) answering after `modelDelayMs` — a `cmd.run echo` tool
+// call, then a final answer — and one command in the default bubblewrap sandbox.
+//
+// Reported: how many completed, executions/s (N / first POST to last completed_at), start-to-end p50/p99 (POST sent
+// to the row's completed_at), POST /v1/executions p50/p99, the node's CPU per execution (/proc/<pid>/stat over the
+// batch), `/health/live` p50/p99/max polled every 50 ms throughout, the node's RSS, and the sandboxes' memory: the
+// processes under the node other than itself, grouped per sandbox (each bwrap process group), their PSS, RSS and USS
+// from /proc/<pid>/smaps_rollup at the moment the most sandboxes were alive.
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startOrchNode } from '../test/support/node-process.ts';
+import { startScriptedLlm, textReply, toolCall, type ChatRequest } from '../test/support/scripted-llm.ts';
+import { createTestDatabase } from '../test/support/pg.ts';
+import { childCpuSeconds, cpuSeconds } from './proc-cpu.ts';
+import { percentile } from './stats.ts';
+
+export interface DensityOptions {
+  count: number;
+  modelDelayMs: number;
+  /** Write a V8 CPU profile of the node here (bench/cpu-profile.cjs). */
+  cpuProfile?: string | undefined;
+  /** Extra environment for the node (config overrides). */
+  env?: Record<string, string>;
+  log?: (line: string) => void;
+}
+
+export interface DensityFigures {
+  count: number;
+  modelDelayMs: number;
+  completed: number;
+  failed: number;
+  rejected: number;
+  executionsPerSecond: number;
+  startToEndMs: { p50: number; p99: number; max: number };
+  postMs: { p50: number; p99: number; max: number };
+  nodeCpuMsPerExecution: number;
+  /** CPU of the node's reaped children (bwrap, the sandbox's processes, the command) per execution. */
+  sandboxCpuMsPerExecution: number;
+  /** This process (the scripted model server, the HTTP client, the pollers) per execution. */
+  benchCpuMsPerExecution: number;
+  healthLiveMs: { p50: number; p99: number; max: number; probes: number; failures: number };
+  nodeRssMiB: { before: number; peak: number };
+  sandboxes: { peakLive: number; processesPerSandbox: number; pssMiBPerSandbox: number; rssMiBPerSandbox: number; ussMiBPerSandbox: number };
+  loadavg: string;
+  wallSeconds: number;
+}
+
+const AGENT = `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: density, version: 1.0.0 }
+spec:
+  runtime: { language: node, version: "20", isolation: process, model: default }
+  task: { instruction: "Run echo, then answer." }
+  execution: { mode: one-shot, llm_timeout_seconds: 120, iteration_timeout: 600, validation: [] }
+  security:
+    resources: { timeout: 900 }
+  tools:
+    - name: cmd.run
+      executor: builtin:cmd
+      config: { subcommand_allowlist: { echo: [] } }
+`;
+
+/** The model: a `cmd.run echo` first, the final answer once the conversation holds the tool's result. */
+function script(body: ChatRequest) {
+  return body.messages.some((m) => m.role === 'tool') ? textReply('done') : toolCall('cmd_run', { command: 'echo', args: ['hello'] });
+}
+
+function stats(xs: number[]): { p50: number; p99: number; max: number } {
+  const s = [...xs].sort((a, b) => a - b);
+  return { p50: Math.round(percentile(s, 50)), p99: Math.round(percentile(s, 99)), max: Math.round(s[s.length - 1] ?? 0) };
+}
+const mib = (kb: number) => Math.round((kb / 1024) * 10) / 10;
+
+async function statusKb(pid: number, field: string): Promise<number> {
+  const text = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+interface Proc {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+}
+
+async function processTable(): Promise<Proc[]> {
+  const out: Proc[] = [];
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    out.push({ pid: Number(name), ppid: Number(f[1]), pgrp: Number(f[2]) });
+  }
+  return out;
+}
+
+/** Every process below `root` (not root itself), with the host process group it belongs to. */
+function descendants(table: Proc[], root: number): Proc[] {
+  const children = new Map<number, Proc[]>();
+  for (const p of table) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const out: Proc[] = [];
+  const stack = [...(children.get(root) ?? [])];
+  while (stack.length) {
+    const p = stack.pop()!;
+    out.push(p);
+    stack.push(...(children.get(p.pid) ?? []));
+  }
+  return out;
+}
+
+async function rollup(pid: number): Promise<{ pss: number; rss: number; uss: number }> {
+  const text = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0);
+  return { pss: kb('Pss'), rss: kb('Rss'), uss: kb('Private_Clean') + kb('Private_Dirty') };
+}
+
+/** The sandboxes under the node: its child processes (each sandbox is started detached: its own process group). */
+async function sandboxMemory(nodePid: number): Promise<{ sandboxes: number; processes: number; pssKb: number; rssKb: number; ussKb: number }> {
+  const procs = descendants(await processTable(), nodePid);
+  const groups = new Set(procs.map((p) => p.pgrp).filter((g) => g !== nodePid));
+  let pssKb = 0;
+  let rssKb = 0;
+  let ussKb = 0;
+  let processes = 0;
+  for (const p of procs) {
+    if (!groups.has(p.pgrp)) continue;
+    const r = await rollup(p.pid);
+    pssKb += r.pss;
+    rssKb += r.rss;
+    ussKb += r.uss;
+    processes++;
+  }
+  return { sandboxes: groups.size, processes, pssKb, rssKb, ussKb };
+}
+
+export async function benchDensity(o: DensityOptions): Promise<DensityFigures> {
+  const log = o.log ?? (() => undefined);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-density-'));
+  const db = await createTestDatabase();
+  const llm = await startScriptedLlm(script, { delayMs: o.modelDelayMs });
+  const config = path.join(dir, 'node.yaml');
+  await writeFile(
+    config,
+    `apiVersion: orch.dev/v1
+kind: NodeConfig
+metadata: { name: density }
+spec:
+  node: { id: density, role: hybrid }
+  llm_providers: [ { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ { alias: default, model: m } ] } ]
+  runtime: { default_isolation: process }
+`,
+  );
+  const env: Record<string, string | undefined> = {
+    ORCH_CONFIG: config,
+    ORCH_DATA_DIR: path.join(dir, 'data'),
+    DATABASE_URL: db.url,
+    REDIS_URL: undefined,
+    ORCH_FROM_SOURCE: undefined,
+    ...o.env,
+  };
+  if (o.cpuProfile) {
+    env.NODE_OPTIONS = `--require ${path.resolve('bench/cpu-profile.cjs')}`;
+    env.CPU_PROFILE = o.cpuProfile;
+  }
+  const node = await startOrchNode(env);
+  const pid = node.child.pid!;
+  const base = node.banner.http;
+  const auth = { authorization: `Bearer ${node.banner.dev_token ?? ''}`, 'content-type': 'application/json' };
+  let stopHealth = false;
+  try {
+    const dep = await fetch(`${base}/v1/agents`, { method: 'POST', headers: auth, body: JSON.stringify({ manifest_yaml: AGENT }) });
+    if (dep.status !== 201) throw new Error(`deploy: ${dep.status} ${await dep.text()}`);
+    const { agent_id } = (await dep.json()) as { agent_id: string };
+    // One warm-up execution (first-use costs: module loading, JIT, the pool's connections).
+    await runBatch(1);
+    const rssBefore = await statusKb(pid, 'VmRSS');
+
+    // /health/live every 50 ms, each probe bounded at 10 s, for the whole batch.
+    const health: number[] = [];
+    let healthFailures = 0;
+    const healthLoop = (async () => {
+      while (!stopHealth) {
+        const t = performance.now();
+        try {
+          const r = await fetch(`${base}/health/live`, { signal: AbortSignal.timeout(10_000) });
+          await r.arrayBuffer();
+          if (r.status !== 200) healthFailures++;
+        } catch {
+          healthFailures++;
+        }
+        health.push(performance.now() - t);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    // Memory and peak sandbox count, sampled every 500 ms.
+    let rssPeak = rssBefore;
+    let peak = { sandboxes: 0, processes: 0, pssKb: 0, rssKb: 0, ussKb: 0 };
+    const memLoop = (async () => {
+      while (!stopHealth) {
+        rssPeak = Math.max(rssPeak, await statusKb(pid, 'VmRSS'));
+        const s = await sandboxMemory(pid);
+        if (s.sandboxes > peak.sandboxes) peak = s;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+
+    const cpu0 = await cpuSeconds(pid);
+    const child0 = await childCpuSeconds(pid);
+    const bench0 = process.cpuUsage();
+    const t0 = performance.now();
+    const batch = await runBatch(o.count);
+    const wall = (performance.now() - t0) / 1000;
+    const cpu1 = await cpuSeconds(pid);
+    const child1 = await childCpuSeconds(pid);
+    const benchCpu = process.cpuUsage(bench0);
+    stopHealth = true;
+    await Promise.all([healthLoop, memLoop]);
+
+    return {
+      count: o.count,
+      modelDelayMs: o.modelDelayMs,
+      completed: batch.completed,
+      failed: batch.failed,
+      rejected: batch.rejected,
+      executionsPerSecond: Math.round((batch.completed / batch.spanSeconds) * 10) / 10,
+      startToEndMs: stats(batch.startToEnd),
+      postMs: stats(batch.post),
+      nodeCpuMsPerExecution: Math.round(((cpu1 - cpu0) * 1000) / o.count),
+      sandboxCpuMsPerExecution: Math.round(((child1 - child0) * 1000) / o.count),
+      benchCpuMsPerExecution: Math.round((benchCpu.user + benchCpu.system) / 1000 / o.count),
+      healthLiveMs: { ...stats(health), probes: health.length, failures: healthFailures },
+      nodeRssMiB: { before: mib(rssBefore), peak: mib(rssPeak) },
+      sandboxes: {
+        peakLive: peak.sandboxes,
+        processesPerSandbox: peak.sandboxes ? Math.round((peak.processes / peak.sandboxes) * 10) / 10 : 0,
+        pssMiBPerSandbox: peak.sandboxes ? mib(peak.pssKb / peak.sandboxes) : 0,
+        rssMiBPerSandbox: peak.sandboxes ? mib(peak.rssKb / peak.sandboxes) : 0,
+        ussMiBPerSandbox: peak.sandboxes ? mib(peak.ussKb / peak.sandboxes) : 0,
+      },
+      loadavg: (await readFile('/proc/loadavg', 'utf8')).trim(),
+      wallSeconds: Math.round(wall * 10) / 10,
+    };
+
+    /** Starts `n` executions at once and waits for all of them to end (rows polled every 250 ms). */
+    async function runBatch(n: number) {
+      const sentAt = new Map<string, number>();
+      const epoch = Date.now() - performance.now();
+      const post: number[] = [];
+      let rejected = 0;
+      const tFirst = performance.now();
+      await Promise.all(
+        Array.from({ length: n }, async () => {
+          const t = performance.now();
+          for (;;) {
+            const r = await fetch(`${base}/v1/executions`, { method: 'POST', headers: auth, body: JSON.stringify({ agent_id, input: 'go' }) });
+            const body = (await r.json()) as { execution_id?: string; error?: string };
+            if (r.status === 200 || r.status === 201) {
+              post.push(performance.now() - t);
+              sentAt.set(body.execution_id!, t);
+              return;
+            }
+            // Admission control said full: honour Retry-After like a well-behaved client, counted.
+            if (r.status === 429 || r.status === 503) {
+              rejected++;
+              await new Promise((res) => setTimeout(res, Number(r.headers.get('retry-after') ?? '1') * 1000));
+              continue;
+            }
+            throw new Error(`POST /v1/executions: ${r.status} ${JSON.stringify(body)}`);
+          }
+        }),
+      );
+      const ended = new Map<string, { status: string; at: number }>();
+      const deadline = performance.now() + 30 * 60_000;
+      while (ended.size < n && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        for (const status of ['completed', 'failed', 'cancelled']) {
+          for (let offset = 0; ; offset += 200) {
+            const r = await fetch(`${base}/v1/executions?agent_id=${agent_id}&status=${status}&limit=200&offset=${offset}`, { headers: auth });
+            const { executions: rows } = (await r.json()) as { executions: { execution_id: string; completed_at: string | null }[] };
+            for (const row of rows) {
+              if (sentAt.has(row.execution_id) && !ended.has(row.execution_id)) {
+                ended.set(row.execution_id, { status, at: Date.parse(row.completed_at ?? '') - epoch });
+              }
+            }
+            if (rows.length < 200) break;
+          }
+        }
+      }
+      const startToEnd: number[] = [];
+      let last = tFirst;
+      let completed = 0;
+      for (const [id, e] of ended) {
+        startToEnd.push(e.at - sentAt.get(id)!);
+        last = Math.max(last, e.at);
+        if (e.status === 'completed') completed++;
+      }
+      log(`batch of ${n}: ${completed} completed, ${ended.size - completed} failed/cancelled, ${n - ended.size} unfinished`);
+      return { completed, failed: n - completed, rejected, startToEnd, post, spanSeconds: Math.max(0.001, (last - tFirst) / 1000) };
+    }
+  } finally {
+    stopHealth = true;
+    await node.kill('SIGTERM');
+    await llm.close();
+    await db.drop().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
