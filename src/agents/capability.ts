@@ -24,6 +24,7 @@ import type { ContainerRuntime } from './runtime/types.ts';
 import { processRuntimeOptions } from './runtime/tenant-sandbox.ts';
 import { SandboxCommands } from '../seal/sandbox-commands.ts';
 import type { VolumeService } from '../volumes/service.ts';
+import { DEFAULT_ADMISSION, StartAdmission } from './execution/admission.ts';
 
 /**
  * How long an execution row's claim lasts without renewal (renewed every third of it); `spec.cluster.
@@ -42,6 +43,8 @@ export interface AgentsCapability {
   /** For the lapsed-lease sweep: the executions this node resumes when their claim lapsed. */
   lapsed: LapsedSource;
   leaseMs: number;
+  /** The start queue (admission.ts): its load is in /health/ready. */
+  admission: StartAdmission;
 }
 
 export function cmdCeilings(config: NodeConfig): CmdCeilings {
@@ -107,7 +110,9 @@ export async function startAgentsCapability(o: {
     columns: ['cancel_requested'],
     logger: log,
   }).start();
+  const admission = new StartAdmission(o.config.admission ?? DEFAULT_ADMISSION);
   const kind = executionKind({
+    admission,
     db: o.db,
     bus: o.bus,
     llm: o.llm,
@@ -131,10 +136,10 @@ export async function startAgentsCapability(o: {
     renewer,
   });
   o.actors.register<ExecutionMessage>(kind);
-  const executions = new ExecutionService(o.db, o.bus, o.actors, o.agents, nodeId, leaseMs, log);
+  const executions = new ExecutionService(o.db, o.bus, o.actors, o.agents, nodeId, leaseMs, log, undefined, admission);
   // Lapsed executions this node resumes itself: a worker only its own (a worker's loss is its controllers' to
   // judge), a hybrid any that no worker holds.
   const scope: LapsedScope = o.config.node.role === 'worker' ? 'own' : 'non-workers';
   const lapsed: LapsedSource = { kind: kind.name, lapsed: (live) => lapsedRowKeys(o.db, EXECUTIONS_TABLE, nodeId, scope, live) };
-  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes, sandboxCommands, lapsed, leaseMs };
+  return { executions, gateways, kind: kind as unknown as ActorKind<ActorMessage>, runtimes, sandboxCommands, lapsed, leaseMs, admission };
 }

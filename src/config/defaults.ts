@@ -1,6 +1,7 @@
 // Validated file (or nothing) → complete NodeConfig. Every default of docs/CONFIG.md is here, and they are the
 // `npm start` defaults: with no file at all this returns the zero-install hybrid node.
 import { DEFAULT_SANDBOX_USER } from '../agents/runtime/types.ts';
+import { DEFAULT_ADMISSION } from '../agents/execution/admission.ts';
 import path from 'node:path';
 import { parseControllers } from './controllers.ts';
 import { parseNodeKey } from './node-keys.ts';
@@ -124,6 +125,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     ...(s.retention ? { retention: { ...s.retention } } : {}),
     ...(s.fuse ? { fuse: { ...s.fuse } } : {}),
     ...(s.metrics ? { metrics: { ...s.metrics } } : {}),
+    admission: { ...DEFAULT_ADMISSION, ...s.admission },
     rate_limits: {
       enabled: s.rate_limits?.enabled ?? true,
       per_ip: { ...DEFAULTS.rateLimits.per_ip, ...s.rate_limits?.per_ip },

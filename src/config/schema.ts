@@ -182,6 +182,13 @@ const Spec = Section({
   fuse: Closed({ address: nonEmpty() }),
   metrics: Section({ allow_remote: Type.Boolean() }),
   rate_limits: RateLimitsFile,
+  // Execution starts (docs/CONFIG.md "Admission"): how many sandboxes are made at once, how many wait.
+  admission: Section({
+    max_concurrent_starts: Type.Integer({ minimum: 1, maximum: 1024 }),
+    max_queued: Type.Integer({ minimum: 1, maximum: 1000000 }),
+    max_queued_per_tenant: Type.Integer({ minimum: 1, maximum: 1000000 }),
+    retry_after_seconds: Type.Integer({ minimum: 1, maximum: 3600 }),
+  }),
 });
 
 export const nodeConfigSchema = Closed({

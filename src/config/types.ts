@@ -1,5 +1,6 @@
 // The validated, defaulted node configuration (CONTRACT.md "Node configuration"). loadNodeConfig() in
 // ./load.ts is the only producer; everything else receives this object and never reads process.env.
+import type { AdmissionConfig } from '../agents/execution/admission.ts';
 
 import type { Static } from '@sinclair/typebox';
 import type {
@@ -119,6 +120,8 @@ export interface NodeConfig {
   metrics?: FileSection<'metrics'>;
   /** HTTP rate limits (docs/CONFIG.md "Rate limits"); filled in by the loader (absent only in hand-made configs: defaults). */
   rate_limits?: RateLimitsConfig;
+  /** Execution starts: sandboxes made at once and the bounded, per-tenant-fair start queue (docs/CONFIG.md "Admission"); filled in by the loader. */
+  admission?: AdmissionConfig;
   /** Volumes (docs/VOLUMES.md): how often the reaper removes expired ephemeral volumes (default 60 s). */
   volumes?: FileSection<'volumes'>;
   /** History kept in the database (docs/RETENTION.md); absent: everything is kept. */

@@ -348,7 +348,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       seal,
       catalog,
       volumes,
-      ...(agentsCap ? { executions: agentsCap.executions, gateways: agentsCap.gateways } : {}),
+      ...(agentsCap ? { executions: agentsCap.executions, gateways: agentsCap.gateways, admission: agentsCap.admission } : {}),
       ...(routedExecutions ? { executions: routedExecutions } : {}),
       ...(workflowCap ? { workflowRuns: workflowCap.runs, approvals: workflowCap.approvals } : {}),
       ...(stimuli ? { stimuli } : {}),

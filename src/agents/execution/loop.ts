@@ -34,6 +34,7 @@ import type { SandboxCommands } from '../../seal/sandbox-commands.ts';
 import { ExecutionTelemetry } from '../../observability/runs.ts';
 import type { CortexPatternView, CortexService } from '../../cortex/service.ts';
 import { deadline } from '../../util/deadline.ts';
+import type { StartAdmission } from './admission.ts';
 
 /** Model turns one iteration may take before it is failed (a model that never stops calling tools). */
 const MAX_TURNS_PER_ITERATION = 50;
@@ -66,6 +67,8 @@ export interface LoopDeps {
   onFirstGenerate?: (executionId: string, at: number) => void;
   /** Cortex memory for agents with spec.execution.memory: true (absent: memory is ignored). */
   cortex?: CortexService;
+  /** The node's start queue: the sandbox is made once a start slot is granted (admission.ts). Absent: at once. */
+  admission?: StartAdmission;
 }
 
 /** Solutions recalled for one failed iteration (journaled, so a resumed run builds the same prompt). */
@@ -168,6 +171,8 @@ export class ExecutionLoop {
     const overall = AbortSignal.timeout(timeoutS * 1000);
     const runSignal = anySignal([signal, overall]);
     try {
+      // Wait for a start slot (admission.ts); the execution stays pending meanwhile.
+      await this.deps.admission?.acquire(this.row.tenant_id, this.id, runSignal);
       if (this.row.status === 'pending') {
         await this.emit('execution_started', 'execution_started', { agent_id: this.row.agent_id, started_at: now() }, {
           sql: `status = 'running', started_at = now()`,
@@ -203,6 +208,7 @@ export class ExecutionLoop {
         await stopping;
       }
     } finally {
+      this.deps.admission?.release(this.id);
       this.tel.end();
       await this.teardown();
       // After the sandbox is gone: Unmount at execution end (seed 000 mount lifecycle).
@@ -332,7 +338,7 @@ export class ExecutionLoop {
     const memory = m.spec.execution.memory === true ? this.deps.cortex : undefined;
     let failedBefore: { type: string; message: string } | undefined;
     const suggested = new Set<string>();
-    let { channel, sandbox } = await this.freshSandbox();
+    let { channel, sandbox } = await this.freshSandbox().finally(() => this.deps.admission?.release(this.id));
     // The bootstrap asks `generate` when it starts and after each `final`. An iteration that failed before its
     // `final` (a model error) leaves the bootstrap's request parked: the next iteration answers that one instead.
     let needGenerate = true;

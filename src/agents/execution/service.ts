@@ -15,6 +15,7 @@ import { awaitExecutionEnd } from './await-end.ts';
 import * as repo from './repo.ts';
 import { uuidPrefixRange } from '../../storage/id-prefix.ts';
 import type { Teller } from '../../actors/tell.ts';
+import type { StartAdmission } from './admission.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -131,6 +132,8 @@ export class ExecutionService {
     private readonly logger: Logger,
     /** Reaches the node that runs an execution (a worker) with its cancel; absent: this node's actor only. */
     private teller?: Teller,
+    /** This node's start queue: a start takes a place in it (or is refused, 429/503) before its row is written. */
+    private readonly admission?: StartAdmission,
   ) {
     this.history = new ExecutionHistory(db);
   }
@@ -161,7 +164,10 @@ export class ExecutionService {
     const agent = await this.agents.getManifest(req.tenant, req.agentId);
     const manifest = req.volumes ? withExtraVolumes(agent.manifest, req.volumes) : agent.manifest;
     const id = req.executionId ?? randomUUID();
-    await this.db.tx((tx) =>
+    // A place in the start queue first: a full queue refuses before anything is written.
+    this.admission?.reserve(req.tenant, id);
+    try {
+      await this.db.tx((tx) =>
       repo.insertExecution(tx, {
         id,
         tenantId: req.tenant,
@@ -175,10 +181,15 @@ export class ExecutionService {
         ownerNode: this.nodeId,
         leaseMs: this.leaseMs,
       }),
-    );
+      );
+    } catch (err) {
+      this.admission?.release(id);
+      throw err;
+    }
     try {
       this.actors.spawn(EXECUTION_KIND, id);
     } catch (err) {
+      this.admission?.release(id);
       throw new OrchError(Errors.INTERNAL, `execution ${id} failed to start: ${(err as Error).message}`, { cause: err });
     }
     this.logger.info({ execution: id, agent: agent.name }, 'execution created');

@@ -45,6 +45,7 @@ import { registerOpenApi } from './openapi.ts';
 import type { RateLimitsConfig } from '../../config/types.ts';
 import { installHttpTracing } from '../../observability/http.ts';
 import { orchMetrics } from '../../observability/metrics.ts';
+import type { AdmissionLoad } from '../../agents/execution/admission.ts';
 
 export interface HttpDeps {
   logger: Logger;
@@ -85,6 +86,8 @@ export interface HttpDeps {
   rateLimits?: RateLimitsConfig;
   /** Redis for cluster-wide rate-limit counters; absent: per node, in memory. */
   redisUrl?: string;
+  /** The execution start queue: its load is reported (and a full queue is "saturated") by /health/ready. */
+  admission?: { load(): AdmissionLoad };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -140,7 +143,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   const limits = deps.rateLimits ? await installRateLimits(app, { config: deps.rateLimits, logger: deps.logger, ...(deps.redisUrl ? { redisUrl: deps.redisUrl } : {}) }) : undefined;
   installAuth(app, deps.authenticator);
   limits?.afterAuth();
-  registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown, ...(deps.bus ? { bus: deps.bus } : {}) });
+  registerHealthRoutes(app, { db: deps.db, isShuttingDown: deps.isShuttingDown, ...(deps.bus ? { bus: deps.bus } : {}), ...(deps.admission ? { admission: deps.admission } : {}) });
   registerMetricsRoute(app, { allowRemote: deps.metricsAllowRemote === true });
   registerIdentityRoutes(app);
   registerClusterRoutes(app, deps.cluster);

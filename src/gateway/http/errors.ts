@@ -18,6 +18,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (isOrchError(err)) {
       if (err.spec.http >= 500) request.log.error({ err }, 'request failed');
+      const retryAfter = (err.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
+      if (typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
       if (err.spec.http === 503 && !reply.hasHeader('retry-after')) reply.header('retry-after', String(OUTAGE_RETRY_AFTER_SECONDS));
       return reply.status(err.spec.http).send(errorBody(err));
     }
