@@ -80,6 +80,8 @@ export async function startAgentsCapability(o: {
   const runtimes: Partial<Record<'process' | 'docker', ContainerRuntime>> = {
     process: createRuntime('process', { logger: log, nodeId, process: processRuntimeOptions(o.config) }),
   };
+  // The helper that forks sandboxes, forked now while this process is small (runtime/spawner.ts).
+  (runtimes.process as { warm?: () => void }).warm?.();
   const dockerHost = o.config.runtime.docker_host ?? DEFAULT_DOCKER_HOST;
   if (o.config.runtime.docker_host || o.config.runtime.default_isolation === 'docker') {
     if (await dockerAvailable(dockerHost)) {

@@ -30,13 +30,14 @@
 // The dispatch gateway is reached as in docker isolation: spec.runDir (the host directory holding the gateway's
 // unix socket) is bound at /orch/run, and the bootstrap speaks HTTP over /orch/run/gateway.sock (in 'none' mode the
 // rewritten host path), so no network is needed.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../../logging/logger.js';
 import { BWRAP_BLOCK_FD, BWRAP_INFO_FD, connectSandbox, type SandboxNet } from './sandbox-net.js';
 import { ExecOutput, StreamTail } from './exec-output.js';
+import { SandboxSpawner, SpawnFailed, type SandboxProcess } from './spawner.ts';
 import {
   SANDBOX_GATEWAY_SOCKET,
   SandboxUnavailableError,
@@ -66,11 +67,14 @@ export interface ProcessRuntimeOptions extends RuntimeOptions {
   slirp4netnsPath?: string;
   /** Bytes of stdout / stderr kept per sandbox for `output()` (default 64 KiB each). */
   outputTailBytes?: number;
+  /** 'helper' (default): sandboxes are forked by a small helper process (spawner.ts), never by the node, whose
+   * fork would block its event loop for tens of ms; 'inline': by this process (tests of the runtime alone). */
+  spawn?: 'helper' | 'inline';
 }
 
 interface Tracked {
   id: string;
-  child: ChildProcess;
+  child: SandboxProcess;
   labels: Record<string, string>;
   exited: Promise<number>;
   done: boolean;
@@ -121,7 +125,7 @@ export function rewriteSandboxValue(mounts: SandboxMount[], value: string): stri
 }
 
 /** SIGKILL to the child's whole process group (it was spawned detached). */
-function killGroup(child: ChildProcess): void {
+function killGroup(child: SandboxProcess): void {
   try {
     if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
   } catch {
@@ -152,7 +156,7 @@ interface Launch {
 
 /** A spawned sandbox process whose network (if any) is up and whose command was released. */
 interface Opened {
-  child: ChildProcess;
+  child: SandboxProcess;
   /** Resolves once the process has exited and its stdio closed. */
   closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -164,10 +168,23 @@ export class ProcessRuntime implements ContainerRuntime {
   private readonly tracked = new Map<string, Tracked>();
   /** Probe results per host user (`self` or `uid:gid`): the bwrap path, or why no sandbox can be made. */
   private readonly probes = new Map<string, { bin: string } | { reason: string }>();
+  private spawner: SandboxSpawner | undefined;
+  private system: string[] | undefined;
 
   constructor(opts: ProcessRuntimeOptions) {
     this.opts = opts;
     this.log = opts.logger.child({ component: 'runtime', runtime: 'process' });
+    if (opts.spawn !== 'inline') this.spawner = new SandboxSpawner(this.log);
+  }
+
+  /** Forks the spawner helper now, while the node is small (the node calls it at start). */
+  warm(): void {
+    this.spawner?.warm();
+  }
+
+  /** Ends the spawner helper (its sandboxes die with it). */
+  close(): void {
+    this.spawner?.close();
   }
 
   orchestratorUrl(_port: number): string {
@@ -221,8 +238,14 @@ export class ProcessRuntime implements ContainerRuntime {
     return found;
   }
 
-  /** Read-only system directories and files node needs, as binds (or the host's merged-usr symlinks). */
+  /** Read-only system directories and files node needs, as binds (or the host's merged-usr symlinks); worked out
+   * once (about twenty file-system calls that used to run for every sandbox). */
   private systemArgs(): string[] {
+    this.system ??= this.readSystemArgs();
+    return this.system;
+  }
+
+  private readSystemArgs(): string[] {
     const args: string[] = ['--ro-bind', '/usr', '/usr'];
     for (const dir of ['/bin', '/sbin', '/lib', '/lib64', '/lib32', '/libx32']) {
       let st;
@@ -356,6 +379,20 @@ export class ProcessRuntime implements ContainerRuntime {
    * cannot start or its network cannot be made (SandboxUnavailableError).
    */
   private async open(l: Launch): Promise<Opened> {
+    if (this.spawner) {
+      try {
+        return await this.spawner.spawn({
+          file: l.file, args: l.args, cwd: l.cwd, env: l.env,
+          ...(l.user ? { uid: l.user.uid, gid: l.user.gid } : {}),
+          ...(l.slirp ? { slirp: { bin: l.slirp, userns: l.userns === true } } : {}),
+        });
+      } catch (err) {
+        if (err instanceof SpawnFailed && err.network) {
+          throw new SandboxUnavailableError(`the sandbox's network could not be made: ${err.message}; the command was not run (a sandbox never gets the host's network)`);
+        }
+        throw err;
+      }
+    }
     const child = spawn(l.file, l.args, {
       cwd: l.cwd,
       env: l.env,
