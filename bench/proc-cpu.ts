@@ -74,6 +74,8 @@ export class BackendCpu {
     for (const [pid, end] of this.last) sum += end - (this.first.get(pid) ?? end);
     return sum;
   }
+}
+
 /** CPU seconds of a process's reaped children (cutime + cstime): for a node, the sandboxes it started and waited for. */
 export async function childCpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
