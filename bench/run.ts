@@ -209,7 +209,7 @@ if (what === 'workflow-race-api' || what === 'all') {
   // Issue 16: the race through orch's public API (`orch up` from dist/, HTTP run-and-wait and gRPC RunWorkflow)
   // beside Restate and the in-process engine (--no-engine skips it); --concurrency 1,4,16,64,256,1024 for the curve.
   const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
-  await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`), { engine: !process.argv.includes('--no-engine') });
+  await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`), { engine: !process.argv.includes('--no-engine'), privatePg: process.argv.includes('--private-pg') });
 }
 if (what === 'api-profile') {
   // Issue 16: the node's CPU profile, PostgreSQL CPU and statements per workflow of the API race (private PostgreSQL).

@@ -14,6 +14,7 @@ import { credentials, Metadata } from '@grpc/grpc-js';
 import pg from 'pg';
 import { OrchRuntimeClient, RunWorkflowRequest } from '../src/gen/orch/runtime/v1/runtime.js';
 import { startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
+import { startPrivatePg } from './private-pg.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { cpuSeconds } from './proc-cpu.ts';
 import { median } from './stats.ts';
@@ -166,48 +167,66 @@ export function workflowsAt(workflows: number, c: number): number {
  * orch's engine in-process (labelled; skipped with --no-engine), each started fresh with the others stopped. Prints
  * every run, then the medians.
  */
-export async function benchWorkflowRaceApi(runs: number, workflows: number, concurrencies: number[], out: (line: string) => void, o: { engine?: boolean } = {}): Promise<void> {
+export async function benchWorkflowRaceApi(
+  runs: number,
+  workflows: number,
+  concurrencies: number[],
+  out: (line: string) => void,
+  o: { engine?: boolean; privatePg?: boolean } = {},
+): Promise<void> {
   await ensureDist(out);
   const withEngine = o.engine !== false;
-  const all: { restate: RaceFigures[]; api: Record<ApiPath, ApiFigures[]>; engine: RaceFigures[] }[] = [];
-  let version = '';
-  for (let r = 0; r < runs; r++) {
-    const rs = await raceRestate(workflows, concurrencies, workflowsAt);
-    version = rs.version;
-    const api = await raceOrchApi(workflows, concurrencies);
-    const engine = withEngine ? await raceOrch(workflows, concurrencies, workflowsAt) : [];
-    all.push({ restate: rs.figures, api, engine });
-    const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-    for (const [i, c] of concurrencies.entries()) {
-      const h = api.http[i];
-      const g = api.grpc[i];
-      const e = engine[i];
-      const b = rs.figures[i];
-      if (!h || !g || !b) continue;
-      const one = (label: string, a: ApiFigures): string =>
-        `${label} ${a.stepsPerSecond.toFixed(0)} steps/s p50 ${a.p50Ms.toFixed(1)} p99 ${a.p99Ms.toFixed(1)} ms (node ${a.nodeCpuMsPerWorkflow.toFixed(2)}, pg ${a.pgCpuMsPerWorkflow.toFixed(2)} cpu ms/workflow)`;
-      out(`run ${r + 1} c=${c}: ${one('orch HTTP', h)} | ${one('orch gRPC', g)} | ` +
-        (e ? `orch engine in-process ${e.stepsPerSecond.toFixed(0)} steps/s | ` : '') +
-        `restate ${b.stepsPerSecond.toFixed(0)} steps/s p50 ${b.p50Ms.toFixed(1)} p99 ${b.p99Ms.toFixed(1)} ms | ` +
-        `HTTP/restate ${(h.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x, gRPC/restate ${(g.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` +
-        (e ? `, in-process/restate ${(e.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` : '') + `, load ${load}`);
-    }
+  // --private-pg: orch's PostgreSQL is a server of its own (bench/private-pg.ts: default durability, its own WAL and
+  // fsyncs), as Restate has its own log; else a throwaway database on the shared server at 127.0.0.1:5432.
+  const server = o.privatePg ? await startPrivatePg() : undefined;
+  let dbs = 0;
+  const fresh = async (): Promise<{ databaseUrl?: string }> => (server ? { databaseUrl: await server.createDatabase(`race_${process.pid}_${dbs++}`) } : {});
+  try {
+    await raceAll();
+  } finally {
+    await server?.close();
   }
-  out(`medians of ${runs} runs (Restate ${version}; orch up from dist/ on PostgreSQL; W=${workflows}: min(W,200) at c=1, max(W,4c) above):`);
-  out('| concurrency | path | workflows/s | steps/s | p50 ms | p99 ms | node cpu ms/wf | pg cpu ms/wf | vs Restate steps/s |');
-  out('|---|---|---|---|---|---|---|---|---|');
-  for (const [i, c] of concurrencies.entries()) {
-    type Run = (typeof all)[number];
-    const pick = <T extends RaceFigures>(f: (x: Run) => T | undefined, g: (x: T) => number): number => median(all.map((x) => { const v = f(x); return v ? g(v) : 0; }));
-    const rs = pick((x) => x.restate[i], (x) => x.stepsPerSecond);
-    const row = (label: string, f: (x: Run) => RaceFigures | undefined, ratio: boolean, cpu?: (x: Run) => ApiFigures | undefined): string => {
-      const s = pick(f, (x) => x.stepsPerSecond);
-      const cpus = cpu ? `${pick(cpu, (x) => x.nodeCpuMsPerWorkflow).toFixed(2)} | ${pick(cpu, (x) => x.pgCpuMsPerWorkflow).toFixed(2)}` : ' | ';
-      return `| ${c} | ${label} | ${pick(f, (x) => x.workflowsPerSecond).toFixed(1)} | ${s.toFixed(0)} | ${pick(f, (x) => x.p50Ms).toFixed(1)} | ${pick(f, (x) => x.p99Ms).toFixed(1)} | ${cpus} | ${ratio ? `${(s / rs).toFixed(2)}x` : ''} |`;
-    };
-    out(row('orch API: `orch up`, HTTP run-and-wait', (x) => x.api.http[i], true, (x) => x.api.http[i]));
-    out(row('orch API: `orch up`, gRPC RunWorkflow', (x) => x.api.grpc[i], true, (x) => x.api.grpc[i]));
-    if (withEngine) out(row('orch engine in-process (no HTTP, no auth)', (x) => x.engine[i], true));
-    out(row(`Restate ${version} ingress`, (x) => x.restate[i], false));
+  async function raceAll(): Promise<void> {
+    const all: { restate: RaceFigures[]; api: Record<ApiPath, ApiFigures[]>; engine: RaceFigures[] }[] = [];
+    let version = '';
+    for (let r = 0; r < runs; r++) {
+      const rs = await raceRestate(workflows, concurrencies, workflowsAt);
+      version = rs.version;
+      const api = await raceOrchApi(workflows, concurrencies, await fresh());
+      const engine = withEngine ? await raceOrch(workflows, concurrencies, workflowsAt, await fresh()) : [];
+      all.push({ restate: rs.figures, api, engine });
+      const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+      for (const [i, c] of concurrencies.entries()) {
+        const h = api.http[i];
+        const g = api.grpc[i];
+        const e = engine[i];
+        const b = rs.figures[i];
+        if (!h || !g || !b) continue;
+        const one = (label: string, a: ApiFigures): string =>
+          `${label} ${a.stepsPerSecond.toFixed(0)} steps/s p50 ${a.p50Ms.toFixed(1)} p99 ${a.p99Ms.toFixed(1)} ms (node ${a.nodeCpuMsPerWorkflow.toFixed(2)}, pg ${a.pgCpuMsPerWorkflow.toFixed(2)} cpu ms/workflow)`;
+        out(`run ${r + 1} c=${c}: ${one('orch HTTP', h)} | ${one('orch gRPC', g)} | ` +
+          (e ? `orch engine in-process ${e.stepsPerSecond.toFixed(0)} steps/s | ` : '') +
+          `restate ${b.stepsPerSecond.toFixed(0)} steps/s p50 ${b.p50Ms.toFixed(1)} p99 ${b.p99Ms.toFixed(1)} ms | ` +
+          `HTTP/restate ${(h.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x, gRPC/restate ${(g.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` +
+          (e ? `, in-process/restate ${(e.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` : '') + `, load ${load}`);
+      }
+    }
+    out(`medians of ${runs} runs (Restate ${version}; orch up from dist/ on ${server ? 'a private PostgreSQL server' : 'the shared PostgreSQL'}; W=${workflows}: min(W,200) at c=1, max(W,4c) above):`);
+    out('| concurrency | path | workflows/s | steps/s | p50 ms | p99 ms | node cpu ms/wf | pg cpu ms/wf | vs Restate steps/s |');
+    out('|---|---|---|---|---|---|---|---|---|');
+    for (const [i, c] of concurrencies.entries()) {
+      type Run = (typeof all)[number];
+      const pick = <T extends RaceFigures>(f: (x: Run) => T | undefined, g: (x: T) => number): number => median(all.map((x) => { const v = f(x); return v ? g(v) : 0; }));
+      const rs = pick((x) => x.restate[i], (x) => x.stepsPerSecond);
+      const row = (label: string, f: (x: Run) => RaceFigures | undefined, ratio: boolean, cpu?: (x: Run) => ApiFigures | undefined): string => {
+        const s = pick(f, (x) => x.stepsPerSecond);
+        const cpus = cpu ? `${pick(cpu, (x) => x.nodeCpuMsPerWorkflow).toFixed(2)} | ${pick(cpu, (x) => x.pgCpuMsPerWorkflow).toFixed(2)}` : ' | ';
+        return `| ${c} | ${label} | ${pick(f, (x) => x.workflowsPerSecond).toFixed(1)} | ${s.toFixed(0)} | ${pick(f, (x) => x.p50Ms).toFixed(1)} | ${pick(f, (x) => x.p99Ms).toFixed(1)} | ${cpus} | ${ratio ? `${(s / rs).toFixed(2)}x` : ''} |`;
+      };
+      out(row('orch API: `orch up`, HTTP run-and-wait', (x) => x.api.http[i], true, (x) => x.api.http[i]));
+      out(row('orch API: `orch up`, gRPC RunWorkflow', (x) => x.api.grpc[i], true, (x) => x.api.grpc[i]));
+      if (withEngine) out(row('orch engine in-process (no HTTP, no auth)', (x) => x.engine[i], true));
+      out(row(`Restate ${version} ingress`, (x) => x.restate[i], false));
+    }
   }
 }

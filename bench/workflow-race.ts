@@ -174,7 +174,7 @@ export function raceManifest(name = 'race'): string {
  * commit writer) on a throwaway PostgreSQL database. `invoke` starts a run through WorkflowExecutionService.run and
  * waits until it is terminal (the service's own in-process terminal wake-up, the same path as the wait tool).
  */
-export async function startOrch(): Promise<{ invoke: (id: string) => Promise<void>; close: () => Promise<void>; stats: { transactions: number; steps: number } }> {
+export async function startOrch(o: { databaseUrl?: string } = {}): Promise<{ invoke: (id: string) => Promise<void>; close: () => Promise<void>; stats: { transactions: number; steps: number } }> {
   const [{ ActorRuntime }, { MemoryBus }, { silentLogger }, { migrate }, { openPg }, { startWorkflowCapability }, { WorkflowDefinitionService }, { createTestDatabase }, repo] =
     await Promise.all([
       import('../src/actors/runtime.ts'),
@@ -188,7 +188,7 @@ export async function startOrch(): Promise<{ invoke: (id: string) => Promise<voi
       import('../src/workflow/engine/repo.ts'),
     ]);
   const logger = silentLogger();
-  const database = await createTestDatabase();
+  const database = o.databaseUrl ? { url: o.databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const db = await openPg(database.url, { logger });
   await migrate(db, logger);
   const bus = new MemoryBus();
@@ -221,8 +221,8 @@ export interface OrchFigures extends RaceFigures {
   cpuMsPerWorkflow: number;
 }
 
-export async function raceOrch(workflows: number, concurrencies: number[], count: WorkflowCount = defaultCount): Promise<OrchFigures[]> {
-  const orch = await startOrch();
+export async function raceOrch(workflows: number, concurrencies: number[], count: WorkflowCount = defaultCount, o: { databaseUrl?: string } = {}): Promise<OrchFigures[]> {
+  const orch = await startOrch(o);
   try {
     await drive(50, 8, (i) => orch.invoke(`warm-${i}`)); // warm-up
     const figures: OrchFigures[] = [];

@@ -165,3 +165,39 @@ function decodeExp(token: string): number {
   const payload = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp: number };
   return payload.exp * 1000;
 }
+
+test('a remembered verification never outlives the token: refused after its exp', async (t) => {
+  const a = createJwtAuthenticator({ jwks: idp.jwks, issuer: idp.issuer, audience: idp.audience, clockToleranceSec: 0 });
+  const token = await idp.sign({ sub: 'short' }, { ttlSeconds: 2 });
+  t.is((await a.authenticate(token, undefined)).subject, 'short');
+  t.is((await a.authenticate(token, undefined)).subject, 'short', 'again, from memory');
+  await new Promise((r) => setTimeout(r, 2100));
+  const err = await t.throwsAsync(a.authenticate(token, undefined), { instanceOf: OrchError });
+  t.is(err?.message, 'invalid token: expired');
+});
+
+test('a key removed from the JWKS file refuses its tokens within the recheck period, remembered or not', async (t) => {
+  const rotating = await makeTestIdp();
+  const a = createJwtAuthenticator({ jwksFile: rotating.jwksFile });
+  const token = await rotating.sign({ sub: 'u' });
+  t.is((await a.authenticate(token, undefined)).subject, 'u');
+  const next = await makeTestIdp();
+  await writeFile(rotating.jwksFile, JSON.stringify({ keys: next.jwks.keys }));
+  const deadline = Date.now() + 5_000;
+  let refusedAt: number | undefined;
+  while (Date.now() < deadline && refusedAt === undefined) {
+    await a.authenticate(token, undefined).then(
+      () => undefined,
+      () => (refusedAt = Date.now()),
+    );
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.not(refusedAt, undefined, 'the removed key is not trusted from memory');
+});
+
+test('the tenant header is applied on every call, remembered token or not', async (t) => {
+  const token = await idp.sign({ sub: 'svc', preferred_username: 'service-account-ci', tenant_id: 'acme' });
+  t.is((await auth.authenticate(token, 'beta')).tenantId, 'beta');
+  t.is((await auth.authenticate(token, 'gamma')).tenantId, 'gamma');
+  t.is((await auth.authenticate(token, undefined)).tenantId, 'orch-system');
+});
