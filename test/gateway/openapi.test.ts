@@ -47,6 +47,22 @@ test('the document covers every route, its auth and errors, and the seed routes 
   t.deepEqual(listOp.parameters?.map((p) => `${p.in}:${p.name}`).sort(), ['query:agent_id', 'query:id_prefix', 'query:limit', 'query:offset', 'query:status']);
   t.truthy(doc.paths['/v1/workflows/{name}/run']!.post!.requestBody, 'the run body is described');
 
+  // Every route that takes a body describes it (request-schemas.ts); only the two cancels take none.
+  const bodiless = new Set(['POST /v1/executions/:id/cancel', 'POST /v1/workflows/executions/:id/cancel']);
+  const withBody = routes.filter((r) => r.url.startsWith('/v1/') && ['POST', 'PUT', 'PATCH'].includes(r.method) && !bodiless.has(`${r.method} ${r.url}`));
+  t.true(withBody.length >= 25, `${withBody.length} routes with a body`);
+  const noBody = withBody.filter((r) => {
+    const content = (doc.paths[toOpenApiPath(r.url)]![r.method.toLowerCase()]!.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined)?.content;
+    return !content || Object.values(content).length === 0 || Object.values(content).some((c) => c.schema === undefined);
+  });
+  t.deepEqual(noBody.map((r) => `${r.method} ${r.url}`), [], 'every route with a body has a requestBody schema');
+  // Every path parameter is described, on every /v1 route.
+  for (const r of routes.filter((x) => x.url.startsWith('/v1/') && x.url.includes(':'))) {
+    const names = [...r.url.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => `path:${m[1]}`).sort();
+    const op = doc.paths[toOpenApiPath(r.url)]![r.method.toLowerCase()]!;
+    t.deepEqual(op.parameters?.filter((p) => p.in === 'path').map((p) => `${p.in}:${p.name}`).sort(), names, `${r.method} ${r.url} describes its path parameters`);
+  }
+
   // The seed routes answer only what is documented for them.
   const seen: Array<[string, string, number]> = [];
   const call = async (method: string, pattern: string, url: string, body?: unknown): Promise<number> => {
@@ -76,4 +92,16 @@ test('the document covers every route, its auth and errors, and the seed routes 
   const twice = await h.api<{ error: string }>('GET', '/v1/executions?status=a&status=b');
   t.is(twice.status, 400);
   t.regex(twice.body.error, /status/);
+
+  // A body that fails its schema is a 400 naming the field, in the usual error body, before anything runs.
+  const badStart = await h.api<{ error: string }>('POST', '/v1/executions', { agent_id: agent, input: 5 });
+  t.is(badStart.status, 400);
+  t.regex(badStart.body.error, /input/);
+  const badRun = await h.api<{ error: string }>('POST', `/v1/workflows/${wf}/run`, { input: {}, version: 3 });
+  t.is(badRun.status, 400);
+  t.regex(badRun.body.error, /version/);
+  // No coercion: a JSON number is not taken as the string a field wants.
+  const badReject = await h.api<{ error: string }>('POST', `/v1/human-approvals/${randomUUID()}/reject`, { reason: 12 });
+  t.is(badReject.status, 400);
+  t.regex(badReject.body.error, /reason/);
 });

@@ -42,6 +42,7 @@ import { registerBillingRoutes } from './billing-routes.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { installRateLimits } from './rate-limit.ts';
 import { registerOpenApi } from './openapi.ts';
+import { installRequestSchemas } from './request-schemas.ts';
 import type { RateLimitsConfig } from '../../config/types.ts';
 import { installHttpTracing } from '../../observability/http.ts';
 import { orchMetrics } from '../../observability/metrics.ts';
@@ -119,9 +120,14 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
     bodyLimit: 8 * 1024 * 1024,
+    // Route schemas (request-schemas.ts) check types; they never convert them (a JSON 5 is not the string "5", and
+    // query numbers are read by intParam as digits only) nor drop unknown fields (handlers ignore them as before).
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
   });
   // First: the OpenAPI generator sees every route registered after it (openapi.ts).
   await registerOpenApi(app);
+  // Then the request schemas of every /v1 route, attached as each route is registered.
+  installRequestSchemas(app);
   const routes: RouteInfo[] = [];
   routeLists.set(app, routes);
   app.addHook('onRoute', (r) => {

@@ -51,7 +51,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: ({ schema, url, route }) => {
       const method = [route.method].flat()[0] ?? 'GET';
       const seed = SEED_ROUTE_DOCS[`${method} ${url}`];
-      const doc: Doc = { ...(schema as Doc | undefined), ...(seed?.doc ?? {}) };
+      const { 'x-described-body': described, ...given } = (schema ?? {}) as Doc;
+      // Raw-body routes (request-schemas.ts): their body is described here, never validated by fastify.
+      const doc: Doc = { ...given, ...(described ? { body: described } : {}), ...(seed?.doc ?? {}) };
       if (!url.startsWith('/v1/')) return { schema: { ...doc, tags: doc.tags ?? ['node'] } as never, url };
       const { security, note } = securityOf(url);
       const response: Record<string, unknown> = { ...(doc.response ?? {}) };

@@ -38,20 +38,6 @@ export const WorkflowRunListQuery = Type.Object({
 });
 export type WorkflowRunListQuery = Static<typeof WorkflowRunListQuery>;
 
-// Bodies: documented here; the handlers still read them (a deploy also takes a raw YAML body, and their messages
-// are part of the contract tests).
-const DeployBody = Type.Object({
-  manifest_yaml: Type.String({ description: 'The manifest as YAML (or send the YAML itself as application/yaml)' }),
-  force: Type.Optional(Type.Boolean({ description: 'Replace an existing name and version' })),
-});
-const RunBody = Type.Object({
-  input: Type.Optional(Type.Unknown({ description: 'Checked against the workflow\'s input_schema' })),
-  intent: Type.Optional(Type.String()),
-  blackboard: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  version: Type.Optional(Type.String({ description: 'A deployed version; default the latest' })),
-});
-const StartBody = Type.Object({ agent_id: Type.String(), input: Type.String(), context_json: Type.Optional(Type.Unknown()) });
-
 const json = (description: string, schema: TSchema = Type.Object({}, { additionalProperties: true })) => ({ description, ...schema });
 /** The one error body of every failure (errors.ts). */
 export const ERROR_SCHEMA = {
@@ -75,7 +61,6 @@ export const SEED_ROUTE_DOCS: Record<string, SeedRouteDoc> = {
   'POST /v1/agents': {
     doc: {
       summary: 'Deploy an agent manifest',
-      body: DeployBody,
       response: {
         201: json('Deployed', Type.Object({ agent_id: Type.String(), name: Type.String(), version: Type.String() })),
         409: err('The name and version exist and force is not set'),
@@ -87,14 +72,13 @@ export const SEED_ROUTE_DOCS: Record<string, SeedRouteDoc> = {
     doc: { summary: 'List executions', response: { 200: json('A page of executions', Type.Object({ executions: Type.Array(Type.Object({}, { additionalProperties: true })) })), 400: err('A bad filter or page parameter, named') } },
   },
   'POST /v1/executions': {
-    doc: { summary: 'Start an execution', body: StartBody, response: { 200: json('Started', Type.Object({ execution_id: Type.String() }, { additionalProperties: true })), 400: err('agent_id or input missing or not a string'), 404: err('No such agent') } },
+    doc: { summary: 'Start an execution', response: { 200: json('Started', Type.Object({ execution_id: Type.String() }, { additionalProperties: true })), 400: err('agent_id or input missing or not a string'), 404: err('No such agent') } },
   },
   'GET /v1/executions/:id': { doc: { summary: 'An execution', response: { 200: json('The execution'), 404: err('No such execution') } } },
   'DELETE /v1/executions/:id': { doc: { summary: 'Remove a terminal execution', response: { 200: json('Removed', Type.Object({ removed: Type.Boolean() })), 404: err('No such execution'), 409: err('Not terminal yet') } } },
   'POST /v1/workflows': {
     doc: {
       summary: 'Deploy a workflow manifest',
-      body: DeployBody,
       response: {
         201: json('Deployed', Type.Object({ workflow_id: Type.String(), name: Type.String(), version: Type.String() }, { additionalProperties: true })),
         409: err('The name and version exist and force is not set'),
@@ -105,7 +89,6 @@ export const SEED_ROUTE_DOCS: Record<string, SeedRouteDoc> = {
   'POST /v1/workflows/:name/run': {
     doc: {
       summary: 'Run a workflow',
-      body: RunBody,
       response: {
         200: json('Ended within the Prefer: wait=N asked (run-and-wait, RFC 7240; N capped at 60)', Type.Object({ execution_id: Type.String(), status: Type.String({ description: 'completed, failed or cancelled' }), final_output: Type.Unknown(), error: Type.Optional(Type.Union([Type.String(), Type.Null()])) }, { additionalProperties: true })),
         201: json('Started (without Prefer: wait, or still running when the wait ended)', Type.Object({ execution_id: Type.String(), status: Type.Literal('started') }, { additionalProperties: true })),
