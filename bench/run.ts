@@ -291,7 +291,9 @@ if (what === 'plan-cost') {
 }
 if (what === 'hot-updates') {
   // Issue 23: the HOT share of updates with and without 022's fillfactor.
-  await benchHotUpdates(arg('rows', 5000), arg('rounds', 20), (l) => process.stdout.write(`${l}\n`));
+  // --tables a,b: only these tables' cases.
+  const t = process.argv.indexOf('--tables');
+  await benchHotUpdates(arg('rows', 5000), arg('rounds', 20), (l) => process.stdout.write(`${l}\n`), t >= 0 ? process.argv[t + 1]?.split(',') : undefined);
 }
 if (what === 'observability' || what === 'all') {
   // Issue 9: the cost of tracing on the Db hot path and of rendering /metrics (docs/OBSERVABILITY.md).

@@ -45,6 +45,11 @@ for (const engine of ['PostgreSQL', 'CockroachDB'] as const) {
     t.true(wf.includes('fillfactor=50'));
     t.true((await reloptions(real, 'executions')).includes('fillfactor=70'));
     t.is(wf.includes('autovacuum_vacuum_scale_factor=0.02'), engine === 'PostgreSQL', wf.join(', '));
+    // 085: the quota and lease rows, rewritten on every FSAL write and every renewal.
+    const volumes = await reloptions(real, 'volumes');
+    t.true(volumes.includes('fillfactor=70'), volumes.join(', '));
+    t.is(volumes.includes('autovacuum_vacuum_threshold=200'), engine === 'PostgreSQL', volumes.join(', '));
+    t.true((await reloptions(real, 'leases')).includes('fillfactor=50'));
     const idx = await real.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE indexname = 'workflow_executions_live'`);
     t.is(idx.rows.length, 1);
   });
