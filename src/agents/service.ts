@@ -225,12 +225,13 @@ export class AgentService {
     return summary(row);
   }
 
-  /** The agent with its current version's manifest. */
-  async get(tenant: string, idOrName: string, viewer?: Viewer): Promise<AgentDetail> {
+  /** The agent with its current version's manifest, or the manifest of `version` (the dashboard's definitions view). */
+  async get(tenant: string, idOrName: string, viewer?: Viewer, version?: string): Promise<AgentDetail> {
+    if (version !== undefined && (version.length === 0 || version.length > 128)) throw new OrchError(Errors.BAD_REQUEST, 'version must be 1 to 128 characters');
     const row = await this.resolve(tenant, idOrName, viewer);
-    const v = await repo.getVersion(this.db, row.id, row.current_version);
-    if (!v) throw notFound();
-    return { ...summary(row), manifest: v.manifest as AgentManifest, manifest_yaml: v.manifest_yaml };
+    const v = await repo.getVersion(this.db, row.id, version ?? row.current_version);
+    if (!v) throw version === undefined ? notFound() : new OrchError(Errors.NOT_FOUND, `agent ${row.name} has no version ${version}`);
+    return { ...summary(row), version: v.version, manifest: v.manifest as AgentManifest, manifest_yaml: v.manifest_yaml };
   }
 
   /**

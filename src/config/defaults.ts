@@ -32,6 +32,8 @@ export const DEFAULTS = {
   dataDir: './.orch/data',
   logLevel: 'info',
   classificationThreshold: 0.7,
+  /** No prices shipped: model prices change and differ per contract, so a wrong default cost would mislead. */
+  currency: 'USD',
 } as const;
 
 /** `node-<hostname>`, lower-cased and reduced to the node-id alphabet. */
@@ -126,6 +128,7 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
     ...(s.fuse ? { fuse: { ...s.fuse } } : {}),
     ...(s.metrics ? { metrics: { ...s.metrics } } : {}),
     admission: { ...DEFAULT_ADMISSION, ...s.admission },
+    pricing: { currency: s.pricing?.currency ?? DEFAULTS.currency, models: (s.pricing?.models ?? []).map((m) => ({ ...m })) },
     rate_limits: {
       enabled: s.rate_limits?.enabled ?? true,
       per_ip: { ...DEFAULTS.rateLimits.per_ip, ...s.rate_limits?.per_ip },

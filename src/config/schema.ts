@@ -48,6 +48,21 @@ const RateLimitsFile = Section({
   exempt_tenants: Type.Array(nonEmpty()),
 });
 
+/**
+ * The price table behind the dashboard's cost figures (docs/CONFIG.md "Model prices"): per model, the price of 1,000
+ * input (prompt) and 1,000 output (completion) tokens in `currency`. `model` is an agent's `spec.runtime.model` alias
+ * or the provider model it maps to.
+ */
+export const ModelPriceSchema = Closed({
+  model: nonEmpty(),
+  input_per_1k: Type.Number({ minimum: 0, maximum: 1_000_000 }),
+  output_per_1k: Type.Number({ minimum: 0, maximum: 1_000_000 }),
+});
+const PricingFile = Section({
+  currency: Type.String({ pattern: '^[A-Z]{3}$', 'x-expect': 'an ISO 4217 code such as USD' }),
+  models: Type.Array(ModelPriceSchema, { maxItems: 1000 }),
+});
+
 export const ToolCapabilitySchema = Closed({ tool: nonEmpty(), skip_judge: Opt(Type.Boolean()) });
 export const LlmModelSchema = Closed({ alias: nonEmpty(), model: nonEmpty() });
 export const LlmProviderSchema = Closed({
@@ -189,6 +204,8 @@ const Spec = Section({
     max_queued_per_tenant: Type.Integer({ minimum: 1, maximum: 1000000 }),
     retry_after_seconds: Type.Integer({ minimum: 1, maximum: 3600 }),
   }),
+  // Model prices for cost figures (docs/CONFIG.md "Model prices").
+  pricing: PricingFile,
 });
 
 export const nodeConfigSchema = Closed({

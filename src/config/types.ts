@@ -10,6 +10,7 @@ import type {
   LlmModelSchema,
   LlmProviderSchema,
   LOG_LEVELS,
+  ModelPriceSchema,
   NODE_ROLES,
   NodeConfigFileSpec,
   RetentionSchema,
@@ -122,6 +123,8 @@ export interface NodeConfig {
   rate_limits?: RateLimitsConfig;
   /** Execution starts: sandboxes made at once and the bounded, per-tenant-fair start queue (docs/CONFIG.md "Admission"); filled in by the loader. */
   admission?: AdmissionConfig;
+  /** Model prices for the dashboard's and the stats API's cost figures (docs/CONFIG.md "Model prices"). */
+  pricing?: PricingConfig;
   /** Volumes (docs/VOLUMES.md): how often the reaper removes expired ephemeral volumes (default 60 s). */
   volumes?: FileSection<'volumes'>;
   /** History kept in the database (docs/RETENTION.md); absent: everything is kept. */
@@ -137,6 +140,16 @@ export interface NodeConfig {
 export interface RateLimit {
   max: number;
   window_seconds: number;
+}
+
+/** One row of the price table: an agent's `spec.runtime.model` alias (or the provider model it maps to) and its prices. */
+export type ModelPrice = Static<typeof ModelPriceSchema>;
+
+export interface PricingConfig {
+  /** ISO 4217 code the prices are in (default USD). */
+  currency: string;
+  /** Empty (the default): no prices, the dashboard shows tokens and says cost is not configured. */
+  models: ModelPrice[];
 }
 
 export interface RateLimitsConfig {

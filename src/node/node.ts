@@ -55,6 +55,9 @@ import type { NodeCredentials } from '../cluster/envelope.ts';
 import { WorkflowStorage } from '../workflow/engine/storage.ts';
 import { VolumeService } from '../volumes/service.ts';
 import { startRetention } from '../storage/retention.ts';
+import { StatsService } from '../stats/history.ts';
+import { PriceTable } from '../stats/pricing.ts';
+import { startStatsSampler } from '../stats/sampler.ts';
 import { contextFromManifest } from '../tools/policy.ts';
 import { sealHandlers, SEAL_EXEMPT_METHODS } from '../gateway/grpc/seal-handlers.ts';
 import { fsalHandlers } from '../gateway/grpc/fsal-handlers.ts';
@@ -211,6 +214,13 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     const reaper = volumes.startReaper(Math.round((config.volumes?.reaper_interval_seconds ?? 60) * 1000));
     cleanups.push(() => reaper.stop());
     cleanups.push(() => volumes.releaseReservations());
+    // The dashboard's history charts (src/stats): per-minute node and queue samples on every node with the cluster's
+    // database (a worker's rows are its controller's), and cost priced by spec.pricing.
+    if (config.node.role !== 'worker') {
+      const sampler = startStatsSampler(db, log);
+      cleanups.push(() => sampler.stop());
+    }
+    const stats = new StatsService(db, new PriceTable(config.pricing, (alias) => llm.resolve(alias)?.model));
     // Retention (docs/RETENTION.md): only with spec.retention; absent, the history is kept.
     if (config.retention) {
       const retention = startRetention(db, config.retention, log);
@@ -353,6 +363,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       ...(workflowCap ? { workflowRuns: workflowCap.runs, approvals: workflowCap.approvals } : {}),
       ...(stimuli ? { stimuli } : {}),
       billing: new BillingService(db, config.billing, log),
+      stats,
       bus,
       metricsAllowRemote: config.metrics?.allow_remote === true,
       ...(config.rate_limits ? { rateLimits: config.rate_limits } : {}),

@@ -25,6 +25,7 @@ function expectedDefaults(): NodeConfig {
     dataDir: path.join(cwd, '.orch/data'),
     log: { level: 'info' },
     admission: { max_concurrent_starts: 4, max_queued: 2000, max_queued_per_tenant: 1000, retry_after_seconds: 2 },
+    pricing: { currency: 'USD', models: [] },
     rate_limits: {
       enabled: true,
       per_ip: { max: 60_000, window_seconds: 60 },

@@ -1,8 +1,11 @@
 // The API routes behind the dashboard's newer actions and views (issue 22), on a real node over HTTP: undrain (operator
 // only, 4xx for bad input), prefix search by id on both run lists (tenant-scoped, an index range scan, 400 for what
-// cannot begin an id).
+// cannot begin an id), tokens and cost per tenant and agent from the node's price table (GET /v1/stats/usage, the
+// history's cost, queue depth and node samples; tenant-scoped, the cluster view for operators only), and an agent's
+// manifest by version (the definitions view).
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
+import { samplePass } from '../../src/stats/sampler.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { startTestNode, type Defer } from './ws-support.ts';
 
@@ -17,13 +20,21 @@ function start() {
   return (async () => {
     const db = await createTestDatabase();
     defer(() => db.drop());
-    const n = await startTestNode(defer, { databaseUrl: db.url });
+    // alias default → provider model m (the harness's llm_providers; never called here). Prices: m by its provider
+    // name (reached through the alias), `fancy` by its alias; `mystery` has none.
+    const extra = `  pricing:
+    currency: EUR
+    models:
+      - { model: m, input_per_1k: 0.5, output_per_1k: 1.5 }
+      - { model: fancy, input_per_1k: 10, output_per_1k: 30 }
+`;
+    const n = await startTestNode(defer, { databaseUrl: db.url, llmUrl: 'http://127.0.0.1:9', extra });
     return n;
   })();
 }
 const node = (): NonNullable<typeof shared> => (shared ??= start());
 
-test('undrain: operator only, 4xx for bad input, ACTIVE again and routable; idempotent', async (t) => {
+test.serial('undrain: operator only, 4xx for bad input, ACTIVE again and routable; idempotent', async (t) => {
   const n = await node();
   const tenant = `ud-${randomUUID().slice(0, 6)}`;
   const user = await n.token(tenant);
@@ -111,4 +122,107 @@ test('prefix search by id: the first 8 characters find the row, tenant-scoped, o
     return r.rows.map((x) => x['QUERY PLAN']).join('\n');
   });
   t.regex(plan, /executions_pkey/, plan);
+});
+
+test('cost: tokens and cost per tenant and per agent from the price table; tenant-scoped; the cluster view for operators', async (t) => {
+  const n = await node();
+  const mine = `cost-${randomUUID().slice(0, 6)}`;
+  const other = `cost-${randomUUID().slice(0, 6)}`;
+  const token = await n.token(mine);
+  const insert = (tenant: string, agent: string, model: string, prompt: number, completion: number, status = 'completed') =>
+    n.node.db.query(
+      `INSERT INTO executions (id, tenant_id, agent_id, agent_name, agent_version, manifest, input, status, prompt_tokens, completion_tokens, created_at, started_at, completed_at)
+       VALUES ($1, $2, $3, $4, '1.0.0', $5::jsonb, 'x', $6, $7, $8, now(), now(), CASE WHEN $6 = 'pending' THEN NULL ELSE now() END)`,
+      [randomUUID(), tenant, randomUUID(), agent, JSON.stringify({ spec: { runtime: { model } } }), status, prompt, completion],
+    );
+  await insert(mine, 'writer', 'default', 1000, 2000); // 0.5 + 3 = 3.5
+  await insert(mine, 'writer', 'default', 3000, 0); // 1.5
+  await insert(mine, 'judge', 'fancy', 100, 100); // 1 + 3 = 4
+  await insert(mine, 'odd', 'mystery', 500, 500); // unpriced
+  await insert(mine, 'waiting', 'default', 0, 0, 'pending');
+  await insert(mine, 'waiting', 'default', 0, 0, 'pending');
+  await insert(other, 'writer', 'default', 1000, 1000); // 0.5 + 1.5 = 2
+
+  const usage = await n.api<{
+    scope: string;
+    currency: string;
+    priced: boolean;
+    tenants: Array<{ tenant_id: string; executions: number; prompt_tokens: number; completion_tokens: number; cost: number | null; unpriced_tokens: number }>;
+    agents: Array<{ tenant_id: string; agent_name: string; model: string; executions: number; cost: number | null }>;
+    unpriced_models: string[];
+  }>('GET', '/v1/stats/usage?minutes=60', undefined, token);
+  t.is(usage.status, 200, JSON.stringify(usage.body));
+  t.like(usage.body, { scope: 'tenant', currency: 'EUR', priced: true, unpriced_models: ['mystery'] });
+  t.deepEqual(usage.body.tenants, [{ tenant_id: mine, executions: 4, prompt_tokens: 4600, completion_tokens: 2600, cost: 9, unpriced_tokens: 1000 }]);
+  const byAgent = Object.fromEntries(usage.body.agents.map((a) => [a.agent_name, a]));
+  t.like(byAgent.writer, { tenant_id: mine, model: 'default', executions: 2, cost: 5 });
+  t.like(byAgent.judge, { model: 'fancy', executions: 1, cost: 4 });
+  t.like(byAgent.odd, { model: 'mystery', cost: null });
+  t.false(usage.body.agents.some((a) => a.tenant_id === other), 'another tenant is not listed');
+
+  // The cluster view: operators only; every tenant.
+  t.is((await n.api('GET', '/v1/stats/usage?scope=cluster', undefined, token)).status, 403);
+  const all = await n.api<{ tenants: Array<{ tenant_id: string; cost: number }> }>('GET', '/v1/stats/usage?scope=cluster', undefined, await n.token(mine, 'operator'));
+  t.is(all.status, 200);
+  t.is(all.body.tenants.find((x) => x.tenant_id === other)?.cost, 2);
+  t.is(all.body.tenants.find((x) => x.tenant_id === mine)?.cost, 9);
+  for (const q of ['scope=everyone', 'minutes=0', 'minutes=abc', 'minutes=1441']) {
+    const r = await n.api<{ error?: string }>('GET', `/v1/stats/usage?${q}`, undefined, token);
+    t.is(r.status, 400, q);
+    t.truthy(r.body.error);
+  }
+
+  // The history: this minute's cost, the queue depth the sampler saw, and this node's samples.
+  await samplePass(n.node.db);
+  const h = await n.api<{
+    currency: string;
+    priced: boolean;
+    buckets: Array<{ t: number; tokens: number; cost: number | null; queue_depth: number | null }>;
+    nodes: Array<{ node_id: string; samples: Array<{ cpu_percent: number | null; memory_percent: number | null; heartbeat_age_s: number | null; status: string }> }>;
+  }>('GET', '/v1/stats/history?minutes=5', undefined, token);
+  t.is(h.status, 200, JSON.stringify(h.body));
+  t.like(h.body, { currency: 'EUR', priced: true });
+  // Summed over the window's buckets: the minute may have turned between the inserts and the read.
+  const sum = (b: Array<{ tokens: number; cost: number | null }>) => ({ tokens: b.reduce((x, y) => x + y.tokens, 0), cost: b.reduce((x, y) => x + (y.cost ?? 0), 0) });
+  t.deepEqual(sum(h.body.buckets), { tokens: 7200, cost: 9 });
+  t.is(Math.max(...h.body.buckets.map((b) => b.queue_depth ?? -1)), 2);
+  const self = h.body.nodes.find((x) => x.node_id === n.node.config.node.id);
+  t.truthy(self, JSON.stringify(h.body.nodes));
+  const sample = self!.samples.at(-1)!;
+  t.is(sample.status, 'ACTIVE');
+  t.true(typeof sample.memory_percent === 'number' && sample.memory_percent > 0, JSON.stringify(sample));
+  t.true(typeof sample.heartbeat_age_s === 'number' && sample.heartbeat_age_s >= 0);
+  const otherH = await n.api<{ buckets: Array<{ tokens: number; cost: number | null; queue_depth: number | null }> }>('GET', '/v1/stats/history?minutes=5', undefined, await n.token(other));
+  t.deepEqual(sum(otherH.body.buckets), { tokens: 2000, cost: 2 });
+  t.is(Math.max(...otherH.body.buckets.map((b) => b.queue_depth ?? -1)), 0, 'sampled, nothing waiting');
+});
+
+test('GET /v1/agents/{id}?version=: the manifest of that version; 404 for a version it does not have or another tenant', async (t) => {
+  const n = await node();
+  const tenant = `def-${randomUUID().slice(0, 6)}`;
+  const token = await n.token(tenant);
+  const yaml = (v: string, text: string) => `apiVersion: orch.dev/v1
+kind: Agent
+metadata: { name: versioned, version: ${v} }
+spec:
+  runtime: { language: node, version: "20", model: default }
+  task: { instruction: "${text}" }
+  execution: { mode: one-shot }
+  tools: [ fs.read ]
+`;
+  const one = await n.api<{ agent_id: string }>('POST', '/v1/agents', { manifest_yaml: yaml('1.0.0', 'first') }, token);
+  t.is(one.status, 201, JSON.stringify(one.body));
+  t.is((await n.api('POST', '/v1/agents', { manifest_yaml: yaml('2.0.0', 'second') }, token)).status, 201);
+  const id = one.body.agent_id;
+  const get = (q: string, tok = token) => n.api<{ version: string; manifest_yaml: string; error?: string }>('GET', `/v1/agents/${id}${q}`, undefined, tok);
+  const current = await get('');
+  t.is(current.body.version, '2.0.0');
+  t.regex(current.body.manifest_yaml, /second/);
+  const old = await get('?version=1.0.0');
+  t.is(old.status, 200);
+  t.is(old.body.version, '1.0.0');
+  t.regex(old.body.manifest_yaml, /first/);
+  t.is((await get('?version=9.9.9')).status, 404);
+  t.is((await get('?version=')).status, 400);
+  t.is((await get('?version=1.0.0', await n.token(`def-other-${randomUUID().slice(0, 6)}`))).status, 404);
 });

@@ -84,6 +84,12 @@ test('the document covers every route, its auth and errors, and the seed routes 
   t.is(await call('POST', '/v1/workflows/:name/run', `/v1/workflows/${wf}/run`, { input: {} }), 201);
   t.is(await call('POST', '/v1/workflows/:name/run', `/v1/workflows/no-such-${wf}/run`, { input: {} }), 404);
   t.is(await call('GET', '/v1/workflows/executions/:id/logs', `/v1/workflows/executions/${randomUUID()}/logs?offset=-1`), 400);
+  // The dashboard's routes (issue 22): undrain (operator only) and usage are documented and answer what they list.
+  t.truthy(doc.paths['/v1/cluster/nodes/{node_id}/undrain']?.post, 'undrain is documented');
+  t.truthy(doc.paths['/v1/stats/usage']?.get, 'usage is documented');
+  t.true([403, 404].includes(await call('POST', '/v1/cluster/nodes/:node_id/undrain', `/v1/cluster/nodes/no-such-node/undrain`, {})));
+  t.is(await call('GET', '/v1/stats/usage', '/v1/stats/usage?scope=bad'), 400);
+  t.is(await call('GET', '/v1/stats/usage', '/v1/stats/usage'), 200);
   for (const [method, pattern, status] of seen) {
     t.truthy(doc.paths[toOpenApiPath(pattern)]?.[method.toLowerCase()]?.responses?.[String(status)], `${method} ${pattern} answered ${status}, which its document lists`);
   }

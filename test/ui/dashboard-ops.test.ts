@@ -1,6 +1,8 @@
 // The dashboard's newer actions and views in Chromium (issue 22), each driven through the page and checked by what
 // the page then shows: undrain a drained node (operator token; a user token sees no button), find an execution and a
-// workflow run by the first 8 characters of its id in the history lists. Screenshots under
+// workflow run by the first 8 characters of its id in the history lists, the definitions view (versions, each one's
+// manifest, Start from there), and the overview's cost, queue, node memory and event-loop charts with the tokens and
+// cost per agent (and per tenant for operators) priced by the node's price table. Screenshots under
 // test-output/ui/ops-*.png.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
@@ -40,7 +42,13 @@ function stack(): NonNullable<typeof shared> {
     defer(() => db.drop());
     const llm = await startScriptedLlm(() => ({ content: 'echoed', usage: { prompt_tokens: 1200, completion_tokens: 300 } }) as never);
     defer(() => llm.close());
-    const n = await startTestNode(defer, { databaseUrl: db.url, llmUrl: llm.url });
+    // alias default → provider model m: 1,200 input and 300 output tokens a call at 0.5 / 1.5 per 1,000 = 1.05 EUR.
+    const extra = `  pricing:
+    currency: EUR
+    models:
+      - { model: m, input_per_1k: 0.5, output_per_1k: 1.5 }
+`;
+    const n = await startTestNode(defer, { databaseUrl: db.url, llmUrl: llm.url, extra });
     const tenant = `ops-${randomUUID().slice(0, 6)}`;
     const token = await n.token(tenant);
     const dep = await n.api<{ agent_id: string }>('POST', '/v1/agents', { manifest_yaml: ECHO }, token);
@@ -50,7 +58,7 @@ function stack(): NonNullable<typeof shared> {
   return shared;
 }
 
-test('undrain from the page: an operator drains, then undrains, and the node shows ACTIVE; a user sees neither button', async (t) => {
+test.serial('undrain from the page: an operator drains, then undrains, and the node shows ACTIVE; a user sees neither button', async (t) => {
   const { n, token, tenant } = await stack();
   const browser = await launch(defer);
   const nodeId = n.node.config.node.id;
@@ -113,3 +121,96 @@ test('prefix search: the first 8 characters of an execution id and of a workflow
   await page.getByTestId(`hw-${run.body.execution_id}`).waitFor({ timeout: 30_000 });
   t.deepEqual(errors, []);
 });
+
+test('definitions: agents and workflows with their versions and manifests; Start from a definition', async (t) => {
+  const { n, token, echo } = await stack();
+  const v2 = ECHO.replace('version: 1.0.0', 'version: 1.1.0').replace('ECHO: answer.', 'ECHO: answer twice.');
+  const up = await n.api<{ version: string }>('POST', '/v1/agents', { manifest_yaml: v2 }, token);
+  t.is(up.status, 201, JSON.stringify(up.body));
+  await n.api('POST', '/v1/workflows', { manifest_yaml: FLOW }, token);
+  const browser = await launch(defer);
+  const { page, errors, shot } = await openPage(browser, { http: n.http, token, prefix: 'ops' });
+  await whenLive(page);
+  await page.getByTestId('definitions-tab').click();
+  await page.getByTestId('def-agent-echo').click();
+  await page.locator('[data-testid="def-versions"][data-count="2"]').waitFor({ timeout: 60_000 });
+  await page.locator('[data-testid="def-manifest"][data-version="1.1.0"]').waitFor({ timeout: 60_000 });
+  t.regex((await page.getByTestId('def-manifest').textContent()) ?? '', /ECHO: answer twice\./);
+  t.regex((await page.getByTestId('def-version-1.1.0').textContent()) ?? '', /current/);
+  await page.getByTestId('def-version-1.0.0').getByRole('button').click();
+  await page.locator('[data-testid="def-manifest"][data-version="1.0.0"]').waitFor({ timeout: 60_000 });
+  t.notRegex((await page.getByTestId('def-manifest').textContent()) ?? '', /twice/);
+  console.log(`screenshot: ${await shot('4-definitions')}`);
+  // The filter, then a workflow.
+  await page.getByTestId('def-filter').fill('tin');
+  await page.locator('[data-testid="def-agents"][data-count="0"]').waitFor({ timeout: 30_000 });
+  await page.getByTestId('def-workflow-tiny').click();
+  await page.locator('[data-testid="def-manifest"][data-version="1.0.0"]').filter({ hasText: 'update_blackboard' }).waitFor({ timeout: 60_000 });
+  // Start from the agent's definition: the operate view opens with it chosen; the run starts.
+  await page.getByTestId('def-filter').fill('');
+  await page.getByTestId('def-agent-echo').click();
+  await page.getByTestId('def-start').click();
+  await page.getByTestId('start-panel').waitFor({ timeout: 30_000 });
+  await until(async () => (await page.getByTestId('start-target').inputValue()) === `agent:${echo}`);
+  await page.getByTestId('start-input').fill('from the definition');
+  await page.getByTestId('start-button').click();
+  await page.getByTestId('start-result').filter({ hasText: 'started' }).waitFor({ timeout: 60_000 });
+  t.deepEqual(errors, []);
+});
+
+test('overview: cost, queue depth, node memory and event-loop charts; tokens and cost per agent and, for operators, per tenant', async (t) => {
+  const { n, token, tenant, echo } = await stack();
+  for (let i = 0; i < 3; i++) await n.api('POST', '/v1/executions', { agent_id: echo, input: `priced ${i}` }, token);
+  type Usage = { agents: Array<{ agent_name: string; executions: number; cost: number | null }>; tenants: Array<{ tenant_id: string; cost: number | null }> };
+  let api: Usage | undefined;
+  await until(async () => {
+    const r = await n.api<Usage>('GET', '/v1/stats/usage', undefined, token);
+    api = r.body;
+    return (r.body.agents.find((a) => a.agent_name === 'echo')?.executions ?? 0) >= 3;
+  });
+  const echoUsage = api!.agents.find((a) => a.agent_name === 'echo')!;
+  t.is(echoUsage.cost, Math.round(echoUsage.executions * 1.05 * 1e6) / 1e6, 'priced by the table: 1.05 EUR an execution');
+
+  const browser = await launch(defer);
+  const op = await openPage(browser, { http: n.http, token: await n.token(tenant, 'operator'), prefix: 'ops' });
+  await whenLive(op.page);
+  await op.page.getByTestId('overview-tab').click();
+  await op.page.getByTestId('chart-cost').waitFor({ timeout: 60_000 });
+  for (const id of ['chart-cost', 'chart-queue', 'chart-node-load', 'chart-node-memory', 'chart-event-loop', 'chart-heartbeat']) {
+    await until(async () => Number(await op.page.getByTestId(id).getAttribute('data-points')) > 0, 30_000);
+    t.is(await op.page.getByTestId(id).locator('canvas').count(), 1, `${id} drawn`);
+  }
+  t.regex((await op.page.getByTestId('kpi-cost').textContent()) ?? '', /EUR cost/);
+  const row = op.page.getByTestId('usage-agent-echo');
+  await row.waitFor({ timeout: 60_000 });
+  await until(async () => Number(await row.getAttribute('data-cost')) >= echoUsage.cost!, 60_000);
+  t.regex((await row.textContent()) ?? '', /EUR/);
+  t.regex((await op.page.getByTestId(`usage-tenant-${tenant}`).textContent()) ?? '', /EUR/);
+  // The operator's cluster view lists every tenant (another tenant's usage appears).
+  const other = `ops-other-${randomUUID().slice(0, 6)}`;
+  const otherToken = await n.token(other);
+  const dep = await n.api<{ agent_id: string }>('POST', '/v1/agents', { manifest_yaml: ECHO }, otherToken);
+  await n.api('POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'theirs' }, otherToken);
+  await until(async () => ((await n.api<Usage>('GET', '/v1/stats/usage', undefined, otherToken)).body.tenants[0]?.cost ?? 0) > 0);
+  await op.page.getByTestId('usage-all-tenants').check();
+  await op.page.getByTestId(`usage-tenant-${other}`).waitFor({ timeout: 60_000 });
+  await op.page.waitForTimeout(2500);
+  console.log(`screenshot: ${await op.shot('5-overview-cost')}`);
+
+  // A user's page: its own tenant only, no cluster toggle.
+  const user = await openPage(browser, { http: n.http, token, prefix: 'ops' });
+  await whenLive(user.page);
+  await user.page.getByTestId('overview-tab').click();
+  await user.page.getByTestId('usage-agent-echo').waitFor({ timeout: 60_000 });
+  t.is(await user.page.getByTestId('usage-all-tenants').count(), 0);
+  t.is(await user.page.getByTestId(`usage-tenant-${other}`).count(), 0);
+  t.deepEqual([...op.errors, ...user.errors], []);
+});
+
+async function until(probe: () => Promise<boolean>, ms = 90_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -24,7 +24,7 @@ export function problemsOf(err: unknown): string[] {
   });
 }
 
-export function StartPanel({ token, onStarted }: { token: string; onStarted: (s: Selection) => void }) {
+export function StartPanel({ token, onStarted, preset }: { token: string; onStarted: (s: Selection) => void; preset?: { target: string; n: number } | undefined }) {
   const [agents, setAgents] = useState<AgentSummary[]>([]);
   const [workflows, setWorkflows] = useState<WorkflowSummary[]>([]);
   const [target, setTarget] = useState('');
@@ -40,6 +40,11 @@ export function StartPanel({ token, onStarted }: { token: string; onStarted: (s:
     setWorkflows(w.workflows);
   };
   useEffect(() => void reload(), [token]);
+  // Chosen elsewhere (a definition's Start link): pick it, after a fresh list so a just-deployed one is an option.
+  useEffect(() => {
+    if (!preset) return;
+    void reload().then(() => setTarget(preset.target));
+  }, [preset]);
   const start = async (): Promise<void> => {
     setBusy(true);
     setMsg(undefined);

@@ -2,11 +2,12 @@
 // all from the /v1/ws feed; every action through the /v1 API with the token the page was given. Live lists are
 // virtualized; the history lists page through the API, so thousands of rows keep the page light.
 import { render } from 'preact';
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, Feed, type Msg, type Status } from './feed.ts';
 import { ApprovalCard, DeployPanel, StartPanel, errorText } from './actions.tsx';
 import { Badge, ExecutionDetail, WorkflowDetail } from './details.tsx';
 import { History } from './history.tsx';
+import { Definitions } from './definitions.tsx';
 import { LiveStats, Overview } from './overview.tsx';
 import { ago, shortId, type Approval, type Execution, type NodeRow, type Selection, type Workflow } from './types.ts';
 import './style.css';
@@ -101,7 +102,11 @@ function App({ token }: { token: string }) {
   const [execTab, setExecTab] = useState<'all' | 'active' | 'history'>('all');
   const [wfTab, setWfTab] = useState<'live' | 'history'>('live');
   const [sideTab, setSideTab] = useState<'start' | 'deploy'>('start');
-  const [view, setView] = useState<'operate' | 'overview'>(() => (location.hash.includes('overview') ? 'overview' : 'operate'));
+  const [view, setView] = useState<'operate' | 'overview' | 'definitions'>(() =>
+    location.hash.includes('overview') ? 'overview' : location.hash.includes('definitions') ? 'definitions' : 'operate',
+  );
+  // A definition's Start link: the operate view with the start panel on it (a counter, so the same one twice re-picks).
+  const [startPreset, setStartPreset] = useState<{ target: string; n: number }>();
   const live = useRef(new LiveStats());
   const [tick, setTickValue] = useState(0);
   const [error, setError] = useState<string>();
@@ -171,6 +176,12 @@ function App({ token }: { token: string }) {
   const nodes = [...d.nodes.values()].sort((a, b) => a.node_id.localeCompare(b.node_id));
   const running = [...d.executions.values()].filter((e) => e.status === 'running').length;
   const operator = me?.roles.includes('operator') || me?.roles.includes('admin');
+  // Executions waiting to start, as the feed has them now (the overview's live queue depth).
+  const pendingCount = useCallback((): number => {
+    let n = 0;
+    for (const e of data.current.executions.values()) if (e.status === 'pending') n++;
+    return n;
+  }, []);
 
   const drain = async (n: NodeRow): Promise<void> => {
     setError(undefined);
@@ -246,6 +257,9 @@ function App({ token }: { token: string }) {
           <button data-testid="overview-tab" class={view === 'overview' ? 'on' : ''} onClick={() => setView('overview')}>
             overview
           </button>
+          <button data-testid="definitions-tab" class={view === 'definitions' ? 'on' : ''} onClick={() => setView('definitions')}>
+            definitions
+          </button>
         </div>
         <span class="stat" data-testid="stats">
           {ready
@@ -265,8 +279,18 @@ function App({ token }: { token: string }) {
           </span>
         ) : null}
       </header>
-      {view === 'overview' ? <Overview token={token} live={live.current} nodes={d.nodes} tick={tick} /> : null}
-      <main style={view === 'overview' ? { display: 'none' } : undefined}>
+      {view === 'overview' ? <Overview token={token} live={live.current} nodes={d.nodes} pending={pendingCount} tick={tick} operator={!!operator} /> : null}
+      {view === 'definitions' ? (
+        <Definitions
+          token={token}
+          onStart={(target) => {
+            setStartPreset((p) => ({ target, n: (p?.n ?? 0) + 1 }));
+            setSideTab('start');
+            setView('operate');
+          }}
+        />
+      ) : null}
+      <main style={view !== 'operate' ? { display: 'none' } : undefined}>
         <section class="col lists">
           <div class="panel grow">
             <div class="panel-head">
@@ -445,7 +469,7 @@ function App({ token }: { token: string }) {
                 </button>
               </div>
             </div>
-            {sideTab === 'start' ? <StartPanel token={token} onStarted={setSelection} /> : <DeployPanel token={token} />}
+            {sideTab === 'start' ? <StartPanel token={token} onStarted={setSelection} preset={startPreset} /> : <DeployPanel token={token} />}
           </div>
         </section>
       </main>

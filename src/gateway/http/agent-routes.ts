@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { AgentManifestInvalid, SCOPES, type AgentScope, type AgentService } from '../../agents/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { deployInput, manifestErrors, viewerOf, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
 
 /** The manifest text and options of a deploy (deploy-input.ts), scoped to the agent scopes. */
 function agentDeployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
@@ -36,9 +37,11 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
       });
     });
 
-    scope.get<{ Params: { id: string } }>('/v1/agents/:id', async (request) => {
+    scope.get<{ Params: { id: string }; Querystring: { version?: string } }>('/v1/agents/:id', async (request) => {
       const { tenant, viewer } = viewerOf(request);
-      return agents.get(tenant, request.params.id, viewer);
+      const version = request.query.version;
+      if (version !== undefined && typeof version !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'version must be given once');
+      return agents.get(tenant, request.params.id, viewer, version);
     });
 
     scope.put<{ Params: { id: string }; Querystring: DeployQuery }>('/v1/agents/:id', async (request, reply) => {

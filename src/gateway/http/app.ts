@@ -76,6 +76,8 @@ export interface HttpDeps {
   billing?: BillingService;
   /** The event bus: list streams of the live feed (/v1/ws executions, workflows, approvals, nodes). */
   bus?: EventBus;
+  /** The stats behind the dashboard's charts, with the node's price table; absent: no prices. */
+  stats?: StatsService;
   /** A live-feed socket with more unsent bytes than this is dropped (close 4008). Default 4 MiB. */
   wsMaxBufferedBytes?: number;
 }
@@ -157,7 +159,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
   if (deps.workflows) await registerWorkflowRoutes(app, deps.workflows);
   if (deps.executions) {
     registerExecutionRoutes(app, deps.executions);
-    registerStatsRoutes(app, new StatsService(deps.db));
+    registerStatsRoutes(app, deps.stats ?? new StatsService(deps.db), deps.db);
     const hub = deps.bus ? new FeedHub({ db: deps.db, bus: deps.bus, nodes: { listNodes: () => deps.cluster.listNodes() as never }, logger: deps.logger }) : undefined;
     if (hub) app.addHook('onClose', () => hub.close());
     // orch_ws_subscribers at /metrics counts this feed's subscriptions while the app is up.
