@@ -55,9 +55,9 @@ test('agent run shows each tool call and iteration durations, and a failed comma
   const out = run.stdout;
   t.log(out);
   // Iteration 1: fs.write then cmd.run (exit 2), then the validation failure; iteration 2 the same, exit 0.
-  t.regex(out, /^ {2}tool fs\.write \{"path":"main\.js","content":".*\} → ok \(\d+ ms\)$/m);
-  t.regex(out, /^ {2}tool cmd\.run \{"command":"node","args":\["main\.js"\]\} → exit 2 \(\d+ (ms|s)\)$/m);
-  t.regex(out, /^ {2}tool cmd\.run \{"command":"node","args":\["main\.js"\]\} → exit 0 \(\d+ (ms|s)\)$/m);
+  t.regex(out, /^ {2}tool fs\.write \{"path":"main\.js","content":".*\} → ok \(\d+(\.\d)? (ms|s)\)$/m);
+  t.regex(out, /^ {2}tool cmd\.run \{"command":"node","args":\["main\.js"\]\} → exit 2 \(\d+(\.\d)? (ms|s)\)$/m);
+  t.regex(out, /^ {2}tool cmd\.run \{"command":"node","args":\["main\.js"\]\} → exit 0 \(\d+(\.\d)? (ms|s)\)$/m);
   t.is(count(out, '  tool '), 4, 'four tool calls in two iterations');
   t.regex(out, /^iteration 1 failed after \d+(\.\d)? (ms|s): ValidationFailed exit_code: the last command exited with 2, expected 0; stderr shown above$/m);
   t.regex(out, /^iteration 2 completed after \d+(\.\d)? (ms|s)$/m);
