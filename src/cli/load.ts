@@ -8,6 +8,8 @@ const KNOWN: Record<string, (v: number) => string> = {
   cpu_load_1m: (v) => `load ${v.toFixed(2)}`,
   memory_utilization_percent: (v) => `mem ${Math.round(v)}%`,
   active_execution_count: (v) => `execs ${v}`,
+  // The heartbeat's event-loop delay (p99 over its interval): `loop 12 ms`, `loop 4.8 s`.
+  event_loop_delay_ms: (v) => `loop ${v < 1000 ? `${Math.round(v)} ms` : `${(v / 1000).toFixed(1)} s`}`,
 };
 
 export function formatLoad(load: unknown): string {

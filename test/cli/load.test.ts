@@ -11,6 +11,11 @@ test("a controller's or hybrid's own load reads as words", (t) => {
   t.is(formatLoad({ cpu_load_1m: 0.5234, memory_utilization_percent: 41 }), 'load 0.52 mem 41%');
 });
 
+test("the heartbeat's event-loop delay reads as a duration, not as its key", (t) => {
+  t.is(formatLoad({ cpu_utilization_percent: 100, active_execution_count: 0, event_loop_delay_ms: 4785.7 }), 'cpu 100% execs 0 loop 4.8 s');
+  t.is(formatLoad({ event_loop_delay_ms: 12.4 }), 'loop 12 ms');
+});
+
 test('no load, or keys it does not know', (t) => {
   t.is(formatLoad(null), '-');
   t.is(formatLoad({}), '-');
