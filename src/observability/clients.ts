@@ -4,6 +4,7 @@
 //   orch_redis_connected       {client}            gauge: 1 while the connection is ready
 //   orch_redis_reconnects_total {client}           counter: reconnect attempts (an outage shows as a climb)
 // A client is tracked from open to close (the returned function stops it), so a closed pool leaves no series.
+import { traceRedisCommands, type TraceableRedis } from './redis-spans.ts';
 import type { Counter, ObservableGauge } from '@opentelemetry/api';
 import { orchMeter } from './metrics.ts';
 
@@ -13,7 +14,7 @@ interface PoolLike {
   readonly waitingCount: number;
 }
 
-interface RedisLike {
+interface RedisLike extends Partial<TraceableRedis> {
   readonly status: string;
   on(event: 'reconnecting', listener: () => void): unknown;
   off(event: 'reconnecting', listener: () => void): unknown;
@@ -73,7 +74,10 @@ export function trackRedis(client: RedisLike, name: string): () => void {
   redises.set(client, name);
   const onReconnect = (): void => reconnects.add(1, { client: name });
   client.on('reconnecting', onReconnect);
+  // Every orch connection is tracked here, so each also gets its command spans here (redis-spans.ts).
+  const untrace = client.sendCommand && client.options ? traceRedisCommands(client as TraceableRedis, name) : undefined;
   return () => {
+    untrace?.();
     redises.delete(client);
     client.off('reconnecting', onReconnect);
   };
