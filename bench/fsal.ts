@@ -29,6 +29,11 @@ export interface FsalFigures {
   shellDiskWriteMBps: number;
   shellDiskReadMBps: number;
   shellDiskSmallFilesPerSec: number;
+  /** Real work, seconds: `git clone` of a local repository and `npm ci --offline` of a small project. */
+  fuseGitCloneSec?: number;
+  fuseNpmCiSec?: number;
+  diskGitCloneSec: number;
+  diskNpmCiSec: number;
 }
 
 const FILE_MB = 64;
@@ -106,6 +111,38 @@ async function shellFigures(dir: string, tag: string) {
   return { writeMBps: FILE_MB / w, readMBps: FILE_MB / r, smallFilesPerSec: SMALL_FILES / s };
 }
 
+/** Leaf packages (no dependencies, no bins) of this checkout, packed as tarballs for an offline `npm ci`. */
+const NPM_PACKAGES = ['ms', 'escape-string-regexp', 'picocolors', 'json-schema-traverse', 'wrappy', 'inherits', 'safe-buffer'];
+
+/**
+ * The real-work fixtures, made once on the local disk: a git repository holding this checkout's src/ tree (one
+ * commit), and a small npm project whose dependencies are packed tarballs (`file:` tarball dependencies install
+ * offline, like registry ones: extracted into node_modules) with its package-lock.json.
+ */
+async function realWorkFixtures(dir: string): Promise<{ repo: string; project: string }> {
+  const repo = path.join(dir, 'repo');
+  const project = path.join(dir, 'project');
+  const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+  await sh(`mkdir -p ${repo} && cp -r ${root}/src ${repo}/ && cd ${repo} && git init -q && git add -A && git -c user.name=bench -c user.email=bench@orch.invalid commit -qm fixture`);
+  await sh(`mkdir -p ${project}/packs && cd ${project}/packs && for p in ${NPM_PACKAGES.join(' ')}; do npm pack --silent --ignore-scripts ${root}/node_modules/$p >/dev/null; done`);
+  const deps: Record<string, string> = {};
+  for (const name of NPM_PACKAGES) {
+    const version = (JSON.parse(await readFile(path.join(root, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    deps[name] = `file:packs/${name}-${version}.tgz`;
+  }
+  await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'fsal-bench-project', version: '1.0.0', private: true, dependencies: deps }, null, 2));
+  await sh(`cd ${project} && npm install --package-lock-only --offline --no-audit --no-fund --silent`);
+  return { repo, project };
+}
+
+/** `git clone` of the fixture repository and `npm ci --offline` of the fixture project, inside `dir`. */
+async function realWork(dir: string, fx: { repo: string; project: string }, tag: string): Promise<{ gitCloneSec: number; npmCiSec: number }> {
+  const gitCloneSec = await timed(() => sh(`git clone -q file://${fx.repo} ${dir}/${tag}-clone`));
+  await sh(`mkdir ${dir}/${tag}-project && cp -r ${fx.project}/package.json ${fx.project}/package-lock.json ${fx.project}/packs ${dir}/${tag}-project/`);
+  const npmCiSec = await timed(() => sh(`cd ${dir}/${tag}-project && npm ci --offline --no-audit --no-fund --silent --cache ${dir}/${tag}-npm-cache`));
+  return { gitCloneSec, npmCiSec };
+}
+
 export async function benchFsal(run = 0): Promise<FsalFigures> {
   const f = await fsalFixture();
   const local = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-disk-'));
@@ -118,6 +155,8 @@ export async function benchFsal(run = 0): Promise<FsalFigures> {
     const grpc = await grpcFigures(f, ids, `grpc-${run}`);
     const disk = await diskFigures(local);
     const shellDisk = await shellFigures(local, 'shell');
+    const fx = await realWorkFixtures(await mkdtemp(path.join(local, 'fixtures-')));
+    const diskWork = await realWork(local, fx, 'disk');
     let fuse: Partial<FsalFigures> = {};
     if (fuseAvailable()) {
       const token = await f.idp.sign({ sub: 'svc-bench', preferred_username: 'service-account-bench' });
@@ -126,6 +165,11 @@ export async function benchFsal(run = 0): Promise<FsalFigures> {
         const mnt = await mounts.mount({ ...ids, tenant_id: TENANT });
         const fig = await shellFigures(mnt, `fuse-${run}`);
         fuse = { fuseWriteMBps: fig.writeMBps, fuseReadMBps: fig.readMBps, fuseSmallFilesPerSec: fig.smallFilesPerSec };
+        const work = await realWork(mnt, fx, `fuse-${run}`).catch((err: unknown) => {
+          process.stderr.write(`real work through the mount failed: ${(err as Error).message}\n`);
+          return undefined;
+        });
+        if (work) fuse = { ...fuse, fuseGitCloneSec: work.gitCloneSec, fuseNpmCiSec: work.npmCiSec };
       } finally {
         await mounts.closeAll();
       }
@@ -137,6 +181,8 @@ export async function benchFsal(run = 0): Promise<FsalFigures> {
       shellDiskWriteMBps: shellDisk.writeMBps,
       shellDiskReadMBps: shellDisk.readMBps,
       shellDiskSmallFilesPerSec: shellDisk.smallFilesPerSec,
+      diskGitCloneSec: diskWork.gitCloneSec,
+      diskNpmCiSec: diskWork.npmCiSec,
     };
   } finally {
     await f.close();
@@ -166,6 +212,10 @@ export async function reportFsal(runs: number, print: (line: string) => void): P
   line('local disk: dd write bs=1M', 'shellDiskWriteMBps', 'MB/s');
   line('local disk: dd read bs=1M', 'shellDiskReadMBps', 'MB/s');
   line(`local disk: shell loop, small files (${SMALL_SIZE} B)`, 'shellDiskSmallFilesPerSec', 'files/s');
+  line('FUSE mount: git clone of a local repository (src/ tree, 1 commit)', 'fuseGitCloneSec', 's');
+  line(`FUSE mount: npm ci --offline of a small project (${NPM_PACKAGES.length} packed deps)`, 'fuseNpmCiSec', 's');
+  line('local disk: git clone of a local repository (src/ tree, 1 commit)', 'diskGitCloneSec', 's');
+  line(`local disk: npm ci --offline of a small project (${NPM_PACKAGES.length} packed deps)`, 'diskNpmCiSec', 's');
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

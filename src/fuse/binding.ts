@@ -42,6 +42,7 @@ export interface FuseOperations {
   rename?: (src: string, dest: string, cb: Cb) => void;
   mkdir?: (path: string, mode: number, cb: Cb) => void;
   rmdir?: (path: string, cb: Cb) => void;
+  chmod?: (path: string, mode: number, cb: Cb) => void;
 }
 
 export interface FuseOptions {

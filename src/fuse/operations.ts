@@ -2,8 +2,9 @@
 // (ownership, filesystem policy, access mode, quota, squashing, StorageEvents) apply to everything a process in the
 // mount does. Paths from the kernel are absolute in the mount (`/a/b`), which the FSAL takes as volume-relative.
 //
-// Not provided, so the kernel answers ENOSYS: chmod, chown (owners are squashed by the FSAL), utimens (the FSAL has
-// no SetAttr; mtime is the last write's), symlinks, hard links, xattrs, statfs. truncate is made of Create (which
+// Not provided, so the kernel answers ENOSYS: chown (owners are squashed by the FSAL), utimens (the FSAL has no
+// SetAttr; mtime is the last write's), symlinks, hard links, xattrs, statfs. chmod succeeds only to the mode a file
+// already has. truncate is made of Create (which
 // truncates to zero), Read and Write, because the protocol has no SetAttr either.
 import { constants as os } from 'node:os';
 import type { FileAttributes } from '../gen/orch/fsal/v1/fsal.js';
@@ -378,6 +379,21 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
     mkdir(path, mode, cb) {
       run('mkdir', path, async () => void (await remote.mkDir(path, mode & 0o7777)), cb);
+    },
+
+    // The FSAL has no SetAttr, so a mode cannot change; but tools set the mode a file already has (git sets its
+    // config.lock to the config's 0644, tar extractors a file's own mode) and fail on ENOSYS. A chmod to the
+    // permission bits the file has succeeds and changes nothing; any other is refused (EPERM).
+    chmod(path, mode, cb) {
+      run(
+        'chmod',
+        path,
+        async () => {
+          const a = await getAttr(path);
+          if ((a.mode & 0o7777) !== (mode & 0o7777)) throw Object.assign(new Error('modes cannot be changed'), { code: 'EPERM' });
+        },
+        cb,
+      );
     },
 
     rmdir(path, cb) {

@@ -496,6 +496,20 @@ export class VolumeService {
 
   /** An empty file; `exclusive` refuses an existing path (CONFLICT), else an existing file is emptied. */
   async createFile(tenantId: string, id: string, p: string, opts: { exclusive?: boolean } = {}): Promise<FileInfo> {
+    if (opts.exclusive) {
+      // A new empty file takes no bytes: no staging copy, no reservation. O_CREAT|O_EXCL refuses an existing name
+      // (a symbolic link included, which it never follows); a missing parent is ENOENT, as before.
+      const { target } = await this.open(tenantId, id, p, 'write');
+      if (target.isRoot) throw new OrchError(Errors.CONFLICT, '/ is the volume root, a directory');
+      return this.fsOp(target.path, async () => {
+        const fh = await open(target.host, 'wx');
+        try {
+          return fileInfo(target.path, await fh.stat());
+        } finally {
+          await fh.close();
+        }
+      });
+    }
     const w = await this.writeFile(tenantId, id, p, Buffer.alloc(0), { exclusive: opts.exclusive ?? false, createParents: false });
     return this.stat(tenantId, id, w.path);
   }

@@ -17,6 +17,7 @@ import { startGrpcServer, type RunningGrpcServer } from '../../src/gateway/grpc/
 import { FsalServiceService as S } from '../../src/gen/orch/fsal/v1/fsal.js';
 import { FuseMountServiceClient, FuseMountServiceService as M } from '../../src/gen/orch/fuse/v1/fuse.js';
 import { silentLogger } from '../../src/logging/logger.ts';
+import { treeSize } from '../../src/volumes/disk.ts';
 import { call } from '../grpc/helpers.ts';
 import { fsalFixture, TENANT, SQUASH, type FsalFixture } from '../fsal/support.ts';
 
@@ -184,4 +185,36 @@ test("Mount refuses another execution's volume (PERMISSION_DENIED), a second exe
 
   const bad = await call(client, M.mount, { execution_id: 'x', volume_id: vol, tenant_id: TENANT });
   t.is(bad.code, status.INVALID_ARGUMENT);
+});
+
+test('real tools through the mount: git clone and npm ci of a packed dependency; chmod to the same mode succeeds, to another is EPERM', async (t) => {
+  const exec = await f.execution();
+  const vol = await f.volume({ limit: 64 * 1024 * 1024 });
+  await f.grant(exec, vol, 'read-write', '/workspace');
+  const mounted = await call(client, M.mount, { execution_id: exec, volume_id: vol, tenant_id: TENANT });
+  t.is(mounted.code, status.OK, mounted.details);
+  const mnt = mounted.messages[0]!.mount_path;
+  const repo = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-repo-'));
+  t.teardown(() => rm(repo, { recursive: true, force: true }));
+  const made = await sh(`cd ${repo} && mkdir -p src && echo 'export const a = 1;' > src/a.ts && echo hi > README && git init -q && git add -A && git -c user.name=t -c user.email=t@orch.invalid commit -qm one`);
+  t.is(made.code, 0, made.stderr);
+  // git sets .git/config.lock to the mode of .git/config: ENOSYS for chmod made every clone fail. (The files are
+  // owned by the squash ids, not this user: git needs safe.directory to work in the clone.)
+  const clone = await sh(`git clone -q file://${repo} ${mnt}/clone && cd ${mnt}/clone && git -c safe.directory='*' log --oneline | wc -l && cat src/a.ts && git -c safe.directory='*' status --porcelain | wc -l`);
+  t.is(clone.code, 0, clone.stderr);
+  t.is(clone.stdout, '1\nexport const a = 1;\n0\n');
+  // npm ci, offline, of a project whose dependency is a packed tarball (extracted like a registry package).
+  const root = process.cwd();
+  const npm = await sh(
+    `mkdir -p ${mnt}/proj/packs && cd ${mnt}/proj/packs && npm pack --silent --ignore-scripts ${root}/node_modules/ms >/dev/null && cd .. && ` +
+      `echo '{"name":"p","version":"1.0.0","private":true,"dependencies":{"ms":"file:packs/ms-2.1.3.tgz"}}' > package.json && ` +
+      `npm install --package-lock-only --offline --no-audit --no-fund --silent && npm ci --offline --no-audit --no-fund --silent --cache ${repo}/npm-cache && node -e "console.log(require('ms')(60000))"`,
+  );
+  t.is(npm.code, 0, npm.stderr);
+  t.is(npm.stdout.trim(), '1m');
+  const modes = await sh(`cd ${mnt}/clone && chmod 644 README && echo same && chmod 755 README`);
+  t.is(modes.stdout, 'same\n');
+  t.regex(modes.stderr, /Operation not permitted/);
+  t.is((await f.volumes.get(TENANT, vol)).used_bytes, (await treeSize(await f.volumes.hostPath(TENANT, vol))).bytes, 'the quota is what is on disk');
+  t.is((await call(client, M.unmount, { execution_id: exec, volume_id: vol })).code, status.OK);
 });

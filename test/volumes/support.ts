@@ -14,7 +14,8 @@ export interface VolumeFixture {
   dataDir: string;
   volumes: VolumeService;
   /** Another service on the same database and data dir: a second process of the same node. */
-  another(): VolumeService;
+  /** A second service on the same data dir and database (another process); options as VolumeServiceOptions. */
+  another(opts?: { quotaChunkBytes?: number }): VolumeService;
   close(): Promise<void>;
 }
 
@@ -23,12 +24,12 @@ export async function volumeFixture(kind: 'pg' | 'pglite' = 'pg', nodeId = 'node
   let tdb: TestDatabase | undefined;
   if (kind === 'pg') tdb = await createTestDatabase();
   const db = await openDb({ url: tdb?.url, dataDir, poolSize: 20 }, silentLogger());
-  const make = (): VolumeService => new VolumeService({ db, dataDir, nodeId, logger: silentLogger() });
+  const make = (opts: { quotaChunkBytes?: number } = {}): VolumeService => new VolumeService({ db, dataDir, nodeId, logger: silentLogger(), ...opts });
   return {
     db,
     dataDir,
     volumes: make(),
-    another: make,
+    another: (opts) => make(opts),
     close: async () => {
       await db.close();
       await tdb?.drop();
