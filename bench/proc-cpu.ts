@@ -65,6 +65,14 @@ export class BackendCpu {
     })();
   }
 
+  /** Milliseconds of backend CPU since the first sample so far, the sampler left running (per-minute figures). */
+  async soFar(): Promise<number> {
+    await this.sample();
+    let sum = 0;
+    for (const [pid, end] of this.last) sum += end - (this.first.get(pid) ?? end);
+    return sum;
+  }
+
   /** Milliseconds of backend CPU since the first sample (takes one more sample first). */
   async total(): Promise<number> {
     this.stopped = true;

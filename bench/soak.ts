@@ -17,6 +17,7 @@ import pg from 'pg';
 import { startOrchNode, type NodeProcess } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
 import { startPrivatePg } from './private-pg.ts';
+import { BackendCpu, cpuSeconds } from './proc-cpu.ts';
 import { percentile } from './stats.ts';
 import { raceManifest, STEPS } from './workflow-race.ts';
 
@@ -43,6 +44,10 @@ export interface SoakMinute {
   /** Sequential scans of the two large tables (workflow_executions + workflow_events) in the minute, and the tuples they read. */
   seqScans: number;
   seqTuples: number;
+  /** CPU per completed run in the minute: the node process, and PostgreSQL's backends of the bench database (autovacuum
+   * workers included). Unlike runs/s these do not fall when other work takes the machine's cores. */
+  nodeCpuMsPerRun: number;
+  pgCpuMsPerRun: number;
 }
 
 /** Sequential scans so far on the tables that grow with history (pg_stat_user_tables, cumulative since the reset). */
@@ -167,6 +172,7 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
   const minutes: SoakMinute[] = [];
   let node: NodeProcess | undefined;
   const c = new pg.Client({ connectionString: url });
+  const probe = new pg.Client({ connectionString: url });
   try {
     await c.connect();
     out(`soak: ${o.clients} clients, ${o.minutes} min, preload ${o.preload}, ${shared ? 'shared PostgreSQL' : 'private PostgreSQL'}${o.pgSettings ? ` ${JSON.stringify(o.pgSettings)}` : ''}, node ${o.orchRoot ?? 'this checkout'}`);
@@ -190,12 +196,20 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     let minuteStart = t0;
     let counted = 0;
     let seqBefore = await largeTableSeqScans(c);
+    // Its own connection: the sampler queries every 250 ms beside the per-minute reads on `c`.
+    await probe.connect();
+    const backends = new BackendCpu(probe);
+    await backends.start();
+    let pgCpuBefore = 0;
+    let nodeCpuBefore = await cpuSeconds(node.child.pid!);
     const closeMinute = async (): Promise<void> => {
         const now = Date.now();
         const slice = done.slice(counted);
         counted = done.length;
         const lat = slice.map((d) => d.ms).sort((a, b) => a - b);
         const seq = await largeTableSeqScans(c).catch(() => seqBefore);
+        const pgCpu = await backends.soFar().catch(() => pgCpuBefore);
+        const nodeCpu = await cpuSeconds(node!.child.pid!).catch(() => nodeCpuBefore);
         const m: SoakMinute = {
           minute: minutes.length + 1,
           runs: slice.length,
@@ -206,11 +220,15 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
           load: os.loadavg()[0] ?? 0,
           seqScans: seq.scans - seqBefore.scans,
           seqTuples: seq.tuples - seqBefore.tuples,
+          nodeCpuMsPerRun: (1000 * (nodeCpu - nodeCpuBefore)) / Math.max(1, slice.length),
+          pgCpuMsPerRun: (pgCpu - pgCpuBefore) / Math.max(1, slice.length),
         };
         seqBefore = seq;
+        pgCpuBefore = pgCpu;
+        nodeCpuBefore = nodeCpu;
         minuteStart = now;
         minutes.push(m);
-        out(`  minute ${m.minute}: ${m.runs} runs, ${m.perSecond.toFixed(1)} runs/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms, RSS ${m.rssMb.toFixed(0)} MB, load ${m.load.toFixed(1)}, seq scans of the large tables ${m.seqScans} (${m.seqTuples} tuples)`);
+        out(`  minute ${m.minute}: ${m.runs} runs, ${m.perSecond.toFixed(1)} runs/s, p50 ${m.p50Ms.toFixed(0)} ms, p99 ${m.p99Ms.toFixed(0)} ms, RSS ${m.rssMb.toFixed(0)} MB, load ${m.load.toFixed(1)}, seq scans of the large tables ${m.seqScans} (${m.seqTuples} tuples), CPU per run: node ${m.nodeCpuMsPerRun.toFixed(1)} ms, PostgreSQL ${m.pgCpuMsPerRun.toFixed(1)} ms`);
     };
     const ticker = setInterval(() => void closeMinute(), 60_000);
     await Promise.all(
@@ -228,12 +246,13 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
       }),
     );
     clearInterval(ticker);
+    await backends.total();
     // The last minute's tick may not have come before the clients stopped: close it on what it saw.
     if (minutes.length < o.minutes) await closeMinute();
     out(`runs: ${done.length} completed, ${errors.length} failed${errors[0] ? ` (first: ${errors[0]})` : ''}`);
-    out('| minute | runs | runs/s | p50 ms | p99 ms | node RSS MB | load avg | seq scans (tuples read), large tables |');
-    out('|---|---|---|---|---|---|---|---|');
-    for (const m of minutes) out(`| ${m.minute} | ${m.runs} | ${m.perSecond.toFixed(1)} | ${m.p50Ms.toFixed(0)} | ${m.p99Ms.toFixed(0)} | ${m.rssMb.toFixed(0)} | ${m.load.toFixed(1)} | ${m.seqScans} (${m.seqTuples}) |`);
+    out('| minute | runs | runs/s | p50 ms | p99 ms | node RSS MB | load avg | seq scans (tuples read), large tables | node CPU ms/run | PostgreSQL CPU ms/run |');
+    out('|---|---|---|---|---|---|---|---|---|---|');
+    for (const m of minutes) out(`| ${m.minute} | ${m.runs} | ${m.perSecond.toFixed(1)} | ${m.p50Ms.toFixed(0)} | ${m.p99Ms.toFixed(0)} | ${m.rssMb.toFixed(0)} | ${m.load.toFixed(1)} | ${m.seqScans} (${m.seqTuples}) | ${m.nodeCpuMsPerRun.toFixed(1)} | ${m.pgCpuMsPerRun.toFixed(1)} |`);
     const two = minutes[1]?.perSecond ?? 0;
     const last = minutes[minutes.length - 1]?.perSecond ?? 0;
     if (two > 0) out(`last minute / minute two: ${((100 * last) / two).toFixed(0)}% (target >= 90%)`);
@@ -262,6 +281,7 @@ export async function benchSoak(o: SoakOptions, out: (line: string) => void): Pr
     return minutes;
   } finally {
     await c.end().catch(() => undefined);
+    await probe.end().catch(() => undefined);
     if (node) await node.kill('SIGTERM');
     await server?.close();
     await shared?.drop();
