@@ -16,6 +16,11 @@ export interface BusEvent<P = unknown> {
 export interface HistorySource {
   /** Events of `stream` with seq >= fromSeq, ascending, at most `limit` of them. */
   read(stream: string, fromSeq: number, limit: number): Promise<BusEvent[]>;
+  /**
+   * As read, for the first page of a new subscription only (its live feed is already in place), so a source may
+   * answer it from memory it knows to be complete up to what was published; gap fills and later pages use read.
+   */
+  readStart?(stream: string, fromSeq: number, limit: number): Promise<BusEvent[]>;
 }
 
 export interface Subscription {

@@ -60,7 +60,7 @@ export class OrderedDelivery {
   /** Call once the live subscription is in place: delivers history, then whatever was buffered. */
   async start(): Promise<void> {
     // Live events keep being buffered (not pumped) until history is delivered, so only one reader advances `last`.
-    if (this.options.fromSeq !== undefined) await this.catchUp();
+    if (this.options.fromSeq !== undefined) await this.catchUp(true);
     this.started = true;
     this.kick();
     await this.pumping;
@@ -157,10 +157,10 @@ export class OrderedDelivery {
   }
 
   /** Reads everything from last+1 in pages. A failure here is the subscriber's: subscribe() rejects. */
-  private async catchUp(): Promise<void> {
+  private async catchUp(first = false): Promise<void> {
     const history = this.options.history!;
-    while (!this.closed) {
-      const page = await history.read(this.stream, this.last! + 1, PAGE);
+    for (let start = first; !this.closed; start = false) {
+      const page = await (start && history.readStart ? history.readStart(this.stream, this.last! + 1, PAGE) : history.read(this.stream, this.last! + 1, PAGE));
       for (const event of page) {
         if (event.seq <= this.last!) continue;
         if (event.seq > this.last! + 1) {

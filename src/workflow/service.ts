@@ -19,6 +19,7 @@ import { pendingApprovalOf, resolveApproval } from './approvals/repo.ts';
 import type { WorkflowDefinition } from './registry/types.ts';
 import { validateWorkflowInput } from './input.ts';
 import { awaitRunEnd } from './await-end.ts';
+import type { RecentWorkflowEvents } from './engine/recent-events.ts';
 import { uuidPrefixRange } from '../storage/id-prefix.ts';
 import { workflowStarted } from '../observability/runs.ts';
 
@@ -148,6 +149,8 @@ export interface WorkflowServiceDeps {
   fresh?: Map<string, repo.WorkflowExecutionRow>;
   /** The group-commit writer of starts (one is made when absent). */
   starts?: StartWriter;
+  /** Events of runs started here, for new subscribers' history (recent-events.ts); absent: the database only. */
+  recent?: RecentWorkflowEvents;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -160,7 +163,7 @@ export class WorkflowExecutionService {
   private readonly starts: StartWriter;
 
   constructor(private readonly d: WorkflowServiceDeps) {
-    this.history = new WorkflowHistory(d.db);
+    this.history = new WorkflowHistory(d.db, d.recent, (id) => d.actors.isLive(WORKFLOW_KIND, id));
     this.starts = d.starts ?? new StartWriter(d.db);
   }
 

@@ -18,25 +18,32 @@ interface RunBody {
 
 async function streamSse(service: WorkflowExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId?: string): Promise<void> {
   const from = lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) + 1 : 1;
-  // Validate (404/400) before the 200 goes out.
-  const current = await service.get(tenant, id);
   let ended = false;
   const raw = reply.raw;
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
+  // The 200 goes out with the first event or once the subscription is in place, whichever comes first: follow()
+  // validates (400/404) before it delivers anything, so a refusal is still a plain JSON error. One row read per
+  // stream (follow's), and for a run started here no history query (recent-events.ts).
+  let head = false;
+  const writeHead = (): void => {
+    if (head) return;
+    head = true;
+    reply.hijack();
+    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    raw.write(': stream of workflow events\n\n');
+  };
   const write = (e: BusEvent): void => {
     if (ended) return;
+    writeHead();
     raw.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ [e.type]: e.payload })}\n\n`);
     if (WorkflowExecutionService.isTerminalEvent(e)) {
       ended = true;
       finish();
     }
   };
-  reply.hijack();
-  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  raw.write(': stream of workflow events\n\n');
   const sub = await service.follow(tenant, id, write, from);
-  void current;
+  writeHead();
   const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
   raw.on('close', () => finish());
   await done;

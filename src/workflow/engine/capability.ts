@@ -5,6 +5,7 @@
 import type { ActorKind, ActorMessage } from '../../actors/kind.ts';
 import type { ActorRuntime } from '../../actors/runtime.ts';
 import type { EventBus } from '../../bus/bus.ts';
+import { RecentWorkflowEvents } from './recent-events.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
 import type { StateKind } from '../manifest/types.ts';
@@ -88,9 +89,13 @@ export function startWorkflowCapability(o: {
   system?: SystemSandbox;
 }): WorkflowCapability {
   const log = o.logger.child({ component: 'workflows' });
+  // Every workflow event this capability publishes is recorded for new subscribers (issue 16: a fresh run's stream
+  // costs no history query); the bus is used through the wrapper everywhere below.
+  const recent = new RecentWorkflowEvents();
+  const bus = recent.wrap(o.bus);
   const leaseMs = o.leaseMs ?? WORKFLOW_LEASE_MS;
   const wakers = new Wakers();
-  const writer = new StepWriter(o.db, o.bus, log, o.writer);
+  const writer = new StepWriter(o.db, bus, log, o.writer);
   const fresh = new Map<string, WorkflowExecutionRow>();
   const terminals = new TerminalCache(wakers);
   const renewer = new LeaseRenewer(o.db, {
@@ -129,7 +134,7 @@ export function startWorkflowCapability(o: {
     return true;
   });
   const runs = new WorkflowExecutionService({
-    db: o.db, bus: o.bus, actors: o.actors, workflows: o.workflows, wakers, teller: post, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals,
+    db: o.db, bus: bus, actors: o.actors, workflows: o.workflows, wakers, teller: post, nodeId: o.nodeId, leaseMs, logger: log, fresh, terminals, recent,
     ...(o.pollMs !== undefined ? { pollMs: o.pollMs } : {}),
   });
   const runners: Partial<Record<StateKind, StateRunner<never>>> = {
@@ -139,7 +144,7 @@ export function startWorkflowCapability(o: {
   };
   const wk = workflowKind({
     db: o.db,
-    bus: o.bus,
+    bus: bus,
     writer,
     wakers,
     logger: log,

@@ -102,10 +102,21 @@ export async function countWorkflowEvents(db: Queryable, executionId: string): P
 
 /** History for late bus subscribers of `workflow:<id>` streams. */
 export class WorkflowHistory implements HistorySource {
-  constructor(private readonly db: Queryable) {}
+  /** `recent`: the events of runs started in this process (recent-events.ts); `isLive`: the run is held here. */
+  constructor(
+    private readonly db: Queryable,
+    private readonly recent?: { read(stream: string, fromSeq: number, limit: number, live: boolean): BusEvent[] | undefined },
+    private readonly isLive: (id: string) => boolean = () => false,
+  ) {}
 
   read(stream: string, fromSeq: number, limit: number): Promise<BusEvent[]> {
     const id = stream.startsWith('workflow:') ? stream.slice('workflow:'.length) : '';
     return readWorkflowEvents(this.db, id, fromSeq, limit);
+  }
+
+  /** A new subscriber's first page: from memory when this process has the run's whole stream, else the database. */
+  async readStart(stream: string, fromSeq: number, limit: number): Promise<BusEvent[]> {
+    const id = stream.startsWith('workflow:') ? stream.slice('workflow:'.length) : '';
+    return this.recent?.read(stream, fromSeq, limit, this.isLive(id)) ?? readWorkflowEvents(this.db, id, fromSeq, limit);
   }
 }
