@@ -1,7 +1,8 @@
 // Issue 23: the cost of a hot statement must not grow with the history the tables hold. The tables are loaded with
 // 100,000+ rows (mostly terminal, some live, dead row versions, ANALYZEd); the real code paths (workflow starts and
 // steps through the engine, its claims and lease renewals, a Human state's approval, event reads as the SSE and
-// WebSocket history serve them, the live feed, agent executions, heartbeats and the controller's watch, stimuli) run
+// WebSocket history serve them, the live feed, agent executions, heartbeats and the controller's watch, stimuli, the
+// dashboard's prefix search, stats history, usage and minute sampler) run
 // through a recording Db; then every statement they sent that touches a loaded table is EXPLAINed with its real
 // parameters (test/support/plan-check.ts): no plan may read a large table whole, and run once it may read only a few
 // thousand rows of it.
@@ -11,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { claimLeasedRow, lapsedRowKeys, recoverableRowKeys } from '../../src/actors/leased-row/table.ts';
 import { markUnhealthyIfOverdue, overduePeers, recoverableNodeIds, releaseDeregistered, renewOwnedClaims, watchableNodes } from '../../src/actors/node-peer/repo.ts';
 import { appendExecutionEvent, readExecutionEvents } from '../../src/agents/execution/events.ts';
-import { EXECUTIONS_TABLE, getTenantExecution, insertExecution } from '../../src/agents/execution/repo.ts';
+import { EXECUTIONS_TABLE, getTenantExecution, insertExecution, listExecutions } from '../../src/agents/execution/repo.ts';
 import { PLAIN_SQL, RECOVER_SQL } from '../../src/cluster/membership.ts';
 import { holderOf } from '../../src/cluster/tell/post.ts';
 import { readWorkflow, snapshotExecutions, snapshotWorkflows } from '../../src/gateway/feed/rows.ts';
@@ -22,10 +23,15 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import { fencedUpdate, renewRow } from '../../src/storage/row-lease.ts';
 import { recoverableApprovalIds } from '../../src/workflow/approvals/repo.ts';
-import { recoverableWorkflowIds, WORKFLOW_EXECUTIONS_TABLE } from '../../src/workflow/engine/repo.ts';
+import { listWorkflowExecutions, recoverableWorkflowIds, WORKFLOW_EXECUTIONS_TABLE } from '../../src/workflow/engine/repo.ts';
 import { getStimulus, insertStimulus, keyHolder, listStimuli, recordOutcome } from '../../src/stimuli/repo.ts';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
 import { loadHistory, LOADED_TABLES } from '../support/history-load.ts';
+import { uuidPrefixRange } from '../../src/storage/id-prefix.ts';
+import { StatsService } from '../../src/stats/history.ts';
+import { PriceTable } from '../../src/stats/pricing.ts';
+import { samplePass } from '../../src/stats/sampler.ts';
+import { readUsage } from '../../src/stats/usage.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { checkStatementPlans } from '../support/plan-check.ts';
 import { recordQueries, type QueryRecorder } from '../support/query-recorder.ts';
@@ -129,6 +135,14 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await recoverableRowKeys(db, EXECUTIONS_TABLE, 'node-a');
   await getTenantExecution(db, TENANT, exec.id);
   await snapshotExecutions(db, TENANT, 50);
+  // The dashboard (issue 22): prefix search by id on both lists, the stats history and usage, the minute sampler.
+  await listExecutions(db, TENANT, { idRange: uuidPrefixRange(exec.id.slice(0, 8)), limit: 50, offset: 0 });
+  await listWorkflowExecutions(db, TENANT, { idRange: uuidPrefixRange(ids[0]!.slice(0, 8)), limit: 50, offset: 0 });
+  const prices = new PriceTable({ currency: 'USD', models: [{ model: 'default', input_per_1k: 1, output_per_1k: 2 }] });
+  await samplePass(db);
+  await new StatsService(db, prices).history(TENANT, 60);
+  await readUsage(db, prices, { tenant: TENANT, minutes: 60, cluster: false });
+  await readUsage(db, prices, { tenant: TENANT, minutes: 60, cluster: true });
 
   // Heartbeats (the batched UPDATE … FROM unnest and its UNHEALTHY variant) and the controller's watch.
   const members = ['live-1', 'live-2', 'live-3'];
