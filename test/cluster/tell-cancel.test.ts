@@ -2,7 +2,7 @@
 // actors"): real `orch up` processes — controllers A and B on one PostgreSQL database, worker W joined to A. An
 // execution started through A runs on W (its model call held by the test). A cancel through A, and another through B,
 // commits cancel_requested and tells W's actor with TellActor: W kills the sandbox and records `cancelled` within
-// well under 2 s (database times: the cancel's start → executions.completed_at). On the old main the cancel reached W
+// a few seconds (4 s bound; well under 1 s on a quiet machine) (database times: the cancel's start → executions.completed_at). On the old main the cancel reached W
 // only at its next lease renewal (a third of the 30 s execution lease: up to 10 s).
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
@@ -50,7 +50,9 @@ test('a cancel through either controller reaches the worker running the executio
     t.is(end.status, 'cancelled');
     const ms = end.completed_at!.getTime() - t0.getTime();
     samples.push(`${via}: ${ms} ms`);
-    t.true(ms < 2000, `cancelled ${ms} ms after the cancel through ${via}${diag()}`);
+    // 4 s: on a machine at load 40 the cancel's own HTTP request took 0.7 s and the whole path 2.4 s; the old code's
+    // wait was uniform over a 10 s renewal period, so four samples all under 4 s would happen 2.5 % of the time.
+    t.true(ms < 4000, `cancelled ${ms} ms after the cancel through ${via}${diag()}`);
   }
   t.log(`cancel → cancelled on the worker: ${samples.join(', ')}`);
 });
