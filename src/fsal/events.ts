@@ -195,6 +195,7 @@ export class StorageEventBatcher {
   /** Queues the event; resolves at once unless the queue is over maxQueued (then when it has drained below). */
   async add(ev: NewStorageEvent): Promise<void> {
     this.queue.push(ev);
+    if (this.closed) this.log.warn({ volume: ev.volume_id }, 'storage event after close; committing it anyway');
     if (this.queue.length >= (this.opts.maxBatch ?? 500)) this.kick(0);
     else this.kick(this.opts.maxDelayMs ?? 10);
     if (this.queue.length > (this.opts.maxQueued ?? 20_000)) await new Promise<void>((resolve) => this.waiters.push(resolve));
@@ -208,10 +209,18 @@ export class StorageEventBatcher {
     }
   }
 
-  async close(): Promise<void> {
+  /** Commits what is queued and stops; a database still failing after `withinMs` loses the rest (logged). */
+  async close(withinMs = 10_000): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.flush();
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), withinMs).unref()));
+    const outcome = await Promise.race([this.flush().then(() => 'done' as const), gaveUp]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      this.log.error({ lost: this.queue.length }, 'storage events not committed at shutdown: the database kept failing');
+      this.queue = [];
+    }
   }
 
   private kick(delayMs: number): void {
