@@ -26,7 +26,7 @@ import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
 import { benchHeartbeatHandler } from './heartbeat-handler.ts';
 import { benchWsFanout } from './ws-fanout.ts';
-import { benchCapacity } from './capacity/main.ts';
+import { benchCapacity, renderAgain } from './capacity/main.ts';
 import { benchTwin, TWINS, type TwinName } from './twins.ts';
 import { benchObservability } from './observability.ts';
 import { benchControllerFailover } from './controller-failover.ts';
@@ -356,10 +356,12 @@ if (what === 'cluster-heartbeats' || what === 'all') {
 if (what === 'capacity') {
   // Issue 16: one node driven through its API with rising offered load per surface; writes docs/CAPACITY.md, its
   // SVG charts and capacity.json (--out DIR instead of docs/; --quick: two short steps per surface, ≤ 60 s;
-  // --only runs,steps,...: a subset). Not in `all` (minutes).
+  // --only runs,steps,...: a subset; --render: the report again from capacity.json). Not in `all` (minutes).
   const opt = (name: string): string | undefined => process.argv.find((_, i) => process.argv[i - 1] === `--${name}`);
   const quick = process.argv.includes('--quick');
-  await benchCapacity({
+  // --render: only write the report and charts again from --out's capacity.json (no run).
+  if (process.argv.includes('--render')) await renderAgain(opt('out') ?? path.resolve('docs'));
+  else await benchCapacity({
     quick,
     ...(process.argv.includes('--seconds') ? { seconds: SECONDS } : {}),
     outDir: opt('out') ?? path.resolve('docs'),

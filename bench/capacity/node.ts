@@ -115,7 +115,14 @@ export interface StepCost {
   /** Commands the Redis server processed during the step: an upper bound for the node's (the server is shared). */
   redisCommands: number;
   pgCpuMs: number;
+  /** Transactions committed in the node's database (pg_stat_database.xact_commit: read-only ones included). */
   commits: number;
+  /** Rows written in the node's database (tup_inserted + tup_updated + tup_deleted). */
+  rowsWritten: number;
+  /** WAL syncs of the whole server (pg_stat_wal.wal_sync): shared with other databases, so an upper bound. */
+  walSyncs: number;
+  /** Seconds the meters ran. */
+  seconds: number;
   /** 1-minute load average at the step's end. */
   load: number;
 }
@@ -133,10 +140,13 @@ async function redisCommands(redis: Redis): Promise<number> {
   return Number(/total_commands_processed:(\d+)/.exec(info)?.[1] ?? 0);
 }
 
-async function commits(db: Db): Promise<number> {
+async function dbCounters(db: Db): Promise<{ commits: number; rows: number; walSyncs: number }> {
   await db.query('SELECT pg_stat_force_next_flush()').catch(() => undefined);
-  const r = await db.query<{ n: string }>('SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()');
-  return Number(r.rows[0]?.n ?? 0);
+  const r = await db.query<{ c: string; w: string; s: string }>(
+    `SELECT xact_commit::text AS c, (tup_inserted + tup_updated + tup_deleted)::text AS w, (SELECT wal_sync::text FROM pg_stat_wal) AS s
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return { commits: Number(r.rows[0]?.c ?? 0), rows: Number(r.rows[0]?.w ?? 0), walSyncs: Number(r.rows[0]?.s ?? 0) };
 }
 
 /** Starts the meters; the returned function stops them and answers the step's cost. */
@@ -144,20 +154,26 @@ export async function meter(n: CapacityNode): Promise<() => Promise<StepCost>> {
   const cpu0 = (await procCpuMs(n.pid)) ?? 0;
   const child0 = (await childCpuMs(n.pid)) ?? 0;
   const redis0 = await redisCommands(n.redis);
-  const c0 = await commits(n.db);
+  const c0 = await dbCounters(n.db);
+  const t0 = performance.now();
   const pg = new BackendCpu(n.db);
   await pg.start();
   return async () => {
     const pgCpuMs = await pg.total();
     const cpu1 = (await procCpuMs(n.pid)) ?? cpu0;
     const child1 = (await childCpuMs(n.pid)) ?? child0;
-    // The meters' own statements (a few per 250 ms) are in the commit count; small beside any step's load.
+    // The meters' own statements (a few per 250 ms) are in the transaction count, as are the node's background
+    // polls: the idle node's rates (measured with the same meters) are subtracted in the report.
+    const c1 = await dbCounters(n.db);
     return {
       nodeCpuMs: cpu1 - cpu0,
       childCpuMs: child1 - child0,
       redisCommands: (await redisCommands(n.redis)) - redis0,
       pgCpuMs,
-      commits: (await commits(n.db)) - c0,
+      commits: c1.commits - c0.commits,
+      rowsWritten: c1.rows - c0.rows,
+      walSyncs: c1.walSyncs - c0.walSyncs,
+      seconds: (performance.now() - t0) / 1000,
       load: os.loadavg()[0] ?? 0,
     };
   };

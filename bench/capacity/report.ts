@@ -1,6 +1,7 @@
 // docs/CAPACITY.md from the capacity bench's figures: the method, a summary table, one chart and step table per
 // surface, and the model of what N controllers and M workers would hold, from the per-operation costs measured.
 import type { CapacityFigures, MeasuredStep, SurfaceFigures } from './main.ts';
+import type { StepCost } from './node.ts';
 
 /** Utilisation a node is planned to at most (headroom for bursts and GC). */
 export const PLANNED_UTILISATION = 0.7;
@@ -14,7 +15,11 @@ export interface UnitCosts {
   nodeCpuMs: number;
   childCpuMs: number;
   pgCpuMs: number;
+  /** Transactions (read-only ones included). */
   commits: number;
+  rowsWritten: number;
+  /** WAL syncs of the server (shared: an upper bound). */
+  walSyncs: number;
   redisCommands: number;
 }
 
@@ -25,33 +30,31 @@ function unitsDone(s: SurfaceFigures, x: MeasuredStep): number {
 
 /**
  * Costs per unit at the knee (or, with no passing step, at the highest step run: the most load, the most
- * amortisation), the node's idle CPU over the window subtracted.
+ * amortisation), the idle node's rates over the step's window subtracted (its background polls, the meters' own
+ * statements, the shared servers' other traffic as it was when idle).
  */
-export function unitCosts(s: SurfaceFigures, idleCpuMsPerSecond: number): UnitCosts | undefined {
+export function unitCosts(s: SurfaceFigures, idle: StepCost): UnitCosts | undefined {
   const x = s.knee ?? s.steps.at(-1);
   if (!x) return undefined;
   const done = unitsDone(s, x);
   if (done <= 0) return undefined;
   const per = s.key === 'steps' ? 'step' : s.key === 'ws' ? 'message' : s.key === 'heartbeats' ? 'heartbeat' : 'operation';
-  return {
-    per,
-    nodeCpuMs: Math.max(0, x.cost.nodeCpuMs - idleCpuMsPerSecond * x.seconds) / done,
-    childCpuMs: x.cost.childCpuMs / done,
-    pgCpuMs: x.cost.pgCpuMs / done,
-    commits: x.cost.commits / done,
-    redisCommands: x.cost.redisCommands / done,
-  };
+  const net = (k: 'nodeCpuMs' | 'pgCpuMs' | 'commits' | 'rowsWritten' | 'walSyncs' | 'redisCommands'): number => Math.max(0, x.cost[k] - (idle[k] / idle.seconds) * x.cost.seconds) / done;
+  const rowsWritten = net('rowsWritten');
+  // The server's WAL syncs are shared with other databases; ours cannot exceed our rows written (a durable commit
+  // writes at least one row), which bounds the attribution where the node writes little (SEAL, the live feed).
+  return { per, nodeCpuMs: net('nodeCpuMs'), childCpuMs: x.cost.childCpuMs / done, pgCpuMs: net('pgCpuMs'), commits: net('commits'), rowsWritten, walSyncs: Math.min(net('walSyncs'), rowsWritten), redisCommands: net('redisCommands') };
 }
 
 const n0 = (v: number): string => (v >= 100 ? Math.round(v).toLocaleString('en-US') : v >= 10 ? v.toFixed(1) : v.toFixed(2));
-const ms = (v: number): string => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
+const ms = (v: number): string => (v >= 100 ? v.toFixed(0) : v >= 1 || v === 0 ? v.toFixed(1) : v >= 0.1 ? v.toFixed(2) : v.toFixed(3));
 
 /** What bounds one surface at N controllers: each ceiling in units/s. */
 export function ceilings(c: UnitCosts, pgCommitsPerSecond: number, redisCommandsPerSecond: number): { cpuPerNode: number; pgCommits: number; pgCpu: number; redis: number } {
   const cpu = c.nodeCpuMs + c.childCpuMs;
   return {
     cpuPerNode: cpu > 0 ? (MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / cpu : Number.POSITIVE_INFINITY,
-    pgCommits: c.commits > 0.01 ? pgCommitsPerSecond / c.commits : Number.POSITIVE_INFINITY,
+    pgCommits: c.walSyncs > 0.01 ? pgCommitsPerSecond / c.walSyncs : Number.POSITIVE_INFINITY,
     pgCpu: c.pgCpuMs > 0 ? (MODEL_PG_CORES * PLANNED_UTILISATION * 1000) / c.pgCpuMs : Number.POSITIVE_INFINITY,
     redis: c.redisCommands > 0.01 ? redisCommandsPerSecond / c.redisCommands : Number.POSITIVE_INFINITY,
   };
@@ -60,7 +63,7 @@ export function ceilings(c: UnitCosts, pgCommitsPerSecond: number, redisCommands
 function held(nodes: number, k: ReturnType<typeof ceilings>): string {
   const options: [number, string][] = [
     [nodes * k.cpuPerNode, 'node CPU'],
-    [k.pgCommits, 'PG commits'],
+    [k.pgCommits, 'PG WAL syncs'],
     [k.pgCpu, 'PG CPU'],
     [k.redis, 'Redis'],
   ];
@@ -69,7 +72,7 @@ function held(nodes: number, k: ReturnType<typeof ceilings>): string {
 }
 
 export function renderReport(f: CapacityFigures): string {
-  const idle = f.idleCpuMsPerSecond;
+  const idle = f.idle;
   const redisRate = f.redisCommandsPerSecond;
   const L: string[] = [];
   const load = (xs: number[]): string => xs.map((x) => x.toFixed(1)).join(' / ');
@@ -84,32 +87,32 @@ export function renderReport(f: CapacityFigures): string {
   L.push('## Method');
   L.push('');
   L.push('- One `orch up` process (compiled dist/), hybrid role, on PostgreSQL (a random database, dropped afterwards) and Redis (bus, SEAL replay record, rate-limit counters), default durability and default rate limits; a scripted OpenAI-compatible server (real HTTP on loopback) answers the agents\' model calls at once. Everything is driven through the public API (HTTP, WebSocket, the cluster gRPC port for heartbeats) from the bench process.');
-  L.push('- Each surface gets a ladder of offered loads; each step is **open-loop**: operation i is due at t0 + i/rate whether or not earlier ones were answered, and its latency runs from the due time (no coordinated omission). A step **passes** when its p99 is within the surface\'s bound, it carried ≥ 90 % of the offered load and < 1 % of operations failed. The **knee** is the highest passing step before the first failing one. The ladder stops at the first failing step.');
-  L.push(`- Costs per step: the node's CPU (utime + stime from /proc/<pid>/stat, the idle node's ${ms(idle)} ms/s subtracted), its reaped children's CPU (cutime + cstime: sandboxes), PostgreSQL's CPU (the /proc CPU of the backends serving the database, sampled every 250 ms; background writers are shared with other databases and left out), the database's commits (pg_stat_database.xact_commit) and the Redis server's commands (INFO total_commands_processed: the server is shared, so an upper bound). pg_stat_statements is not loaded on the shared server (shared_preload_libraries cannot be changed here), so PostgreSQL's cost is its backends' CPU.`);
-  L.push(`- Ceilings measured in the same run: PostgreSQL **${n0(f.pgCommitsPerSecond)} single-row commits/s** with 8 writers (each INSERT its own transaction; orch's group commit batches several steps per commit, so this is the server's floor, not its peak)${redisRate ? `; Redis **${n0(redisRate)} PUBLISH/s** from one connection, 8 in flight (a floor for the server)` : ''}.`);
+  L.push('- Each surface gets a ladder of offered loads; each step is **open-loop**: operation i is due at t0 + i/rate whether or not earlier ones were answered, and its latency runs from the due time (no coordinated omission). A step **passes** when its p99 is within the surface\'s bound, it carried ≥ 90 % of the offered load and < 1 % of operations failed. The **knee** is the highest passing step before the first failing one. The ladder stops at the first failing step. In the full run a failing step is run once more and fails only if it fails again (a burst from the machine\'s other sessions can push a short step\'s p99 over); the first runs are listed under each surface\'s table.');
+  L.push(`- Costs per step: the node's CPU (utime + stime from /proc/<pid>/stat, with the idle node's ${ms(idle.nodeCpuMs / idle.seconds)} ms/s subtracted), its reaped children's CPU (cutime + cstime: sandboxes), PostgreSQL's CPU (the /proc CPU of the backends serving the database, sampled every 250 ms; background writers are shared with other databases and left out), the database's transactions (pg_stat_database.xact_commit, **read-only ones included**: a SELECT outside a transaction counts) and rows written (tup_inserted + tup_updated + tup_deleted), the server's WAL syncs (pg_stat_wal.wal_sync: durable commits, several per sync under group commit; the server is shared, so an upper bound, and per unit never more than the rows written) and the Redis server's commands (INFO total_commands_processed: shared, an upper bound). Each is taken net of the idle node's rate over the same window (measured first with the same meters: ${(idle.commits / idle.seconds).toFixed(1)} transactions/s, ${(idle.walSyncs / idle.seconds).toFixed(1)} WAL syncs/s on the server, ${(idle.redisCommands / idle.seconds).toFixed(0)} Redis commands/s from everyone). pg_stat_statements is not loaded on the shared server (shared_preload_libraries cannot be changed here), so PostgreSQL's cost is its backends' CPU.`);
+  L.push(`- Ceilings measured in the same run: PostgreSQL **${n0(f.pgCommitsPerSecond)} single-row commits/s** with 8 writers (each INSERT its own transaction and, nearly, its own WAL sync: the rate of durable syncs this server gives; orch's group commit puts several writes in one)${redisRate ? `; Redis **${n0(redisRate)} PUBLISH/s** from one connection, 8 in flight (a floor for the server)` : ''}.`);
   L.push('');
   L.push('## Summary');
   L.push('');
-  L.push('| surface | bound (p99) | knee: offered | carried | p50 / p99 at the knee | first step over | node CPU per unit | children CPU | PostgreSQL CPU | commits | Redis commands (≤) | load |');
-  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  L.push('| surface | bound (p99) | knee: offered | carried | p50 / p99 at the knee | first step over | node CPU per unit | children CPU | PostgreSQL CPU | transactions | rows written | WAL syncs (≤) | Redis commands (≤) | load |');
+  L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const s of f.surfaces) {
     const c = unitCosts(s, idle);
     const over = s.steps.find((x) => !x.passes);
     const k = s.knee;
-    const costs = c ? `${ms(c.nodeCpuMs)} ms / ${c.per} | ${ms(c.childCpuMs)} ms | ${ms(c.pgCpuMs)} ms | ${c.commits.toFixed(2)} | ${c.redisCommands.toFixed(1)}` : ' | | | | ';
+    const costs = c ? `${ms(c.nodeCpuMs)} ms / ${c.per} | ${ms(c.childCpuMs)} ms | ${ms(c.pgCpuMs)} ms | ${c.commits.toFixed(2)} | ${c.rowsWritten.toFixed(1)} | ${c.walSyncs.toFixed(2)} | ${c.redisCommands.toFixed(1)}` : ' | | | | | | ';
     L.push(
       `| ${s.title} | ${s.boundMs} ms | ${k ? `${n0(k.offered)} ${s.unit}` : s.error ? 'error' : `below ${n0(s.steps[0]?.offered ?? 0)}`} | ${k ? n0(k.achieved) : ''} | ${k ? `${ms(k.p50Ms)} / ${ms(k.p99Ms)} ms` : ''} | ` +
         `${over ? `${n0(over.offered)}: ${over.why}` : s.error ? s.error.slice(0, 100) : 'none (ladder top reached)'} | ${costs} | ${k ? k.cost.load.toFixed(1) : (s.steps.at(-1)?.cost.load.toFixed(1) ?? '')} |`,
     );
   }
   L.push('');
-  L.push('Costs are per unit at the knee (without a passing step: at the highest step run). A unit is one operation, except: a step of a 10-step run (steps), one delivered message (WebSocket), one heartbeat.');
+  L.push('Costs are per unit at the knee (without a passing step: at the highest step run), net of the idle node. A unit is one operation, except: a step of a 10-step run (steps), one delivered message (WebSocket), one heartbeat. The step tables further down give each step\'s raw (gross) figures.');
   L.push('');
   L.push('## Model: N controllers, M workers');
   L.push('');
-  L.push(`Each surface's throughput is bounded by the smallest of: the nodes' CPU (N × ${MODEL_NODE_CORES} cores × ${PLANNED_UTILISATION * 100} % ÷ node CPU per unit, children's included), PostgreSQL's commits (the commit rate above ÷ commits per unit; one database for the whole cluster), PostgreSQL's CPU (${MODEL_PG_CORES} cores × ${PLANNED_UTILISATION * 100} % ÷ its CPU per unit) and Redis (the PUBLISH rate above ÷ commands per unit; an upper bound on commands, so a low estimate). Controllers share nothing else: every actor is its row, so adding controllers multiplies the CPU term until a shared term binds. CockroachDB in place of PostgreSQL: more commit throughput across its nodes, each commit dearer (consensus), and 40001 retries under contention (docs/COCKROACH.md); not measured here.`);
+  L.push(`Each surface's throughput is bounded by the smallest of: the nodes' CPU (N × ${MODEL_NODE_CORES} cores × ${PLANNED_UTILISATION * 100} % ÷ node CPU per unit, children's included), PostgreSQL's durable commits (the sync rate above ÷ WAL syncs per unit; one database for the whole cluster; the syncs are an upper bound, so this ceiling is a low estimate), PostgreSQL's CPU (${MODEL_PG_CORES} cores × ${PLANNED_UTILISATION * 100} % ÷ its CPU per unit) and Redis (the PUBLISH rate above ÷ commands per unit; an upper bound on commands, so a low estimate). Controllers share nothing else: every actor is its row, so adding controllers multiplies the CPU term until a shared term binds. CockroachDB in place of PostgreSQL: more commit throughput across its nodes, each commit dearer (consensus), and 40001 retries under contention (docs/COCKROACH.md); not measured here.`);
   L.push('');
-  L.push(`| surface (unit) | one node's CPU ceiling | PG commits ceiling | PG CPU ceiling | Redis ceiling | N = 1 | N = 2 | N = 4 | N = 8 |`);
+  L.push(`| surface (unit) | one node's CPU ceiling | PG WAL-sync ceiling | PG CPU ceiling | Redis ceiling | N = 1 | N = 2 | N = 4 | N = 8 |`);
   L.push('|---|---|---|---|---|---|---|---|---|');
   for (const s of f.surfaces) {
     const c = unitCosts(s, idle);
@@ -126,11 +129,11 @@ export function renderReport(f: CapacityFigures): string {
   L.push('Workers and controllers split the work: agent executions (their sandboxes and model calls) run on **workers**; workflow steps, webhooks, runs, SEAL calls, the live feed and heartbeats are answered by **controllers**.');
   if (exc) {
     const perWorker = (MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / Math.max(0.001, exc.nodeCpuMs + exc.childCpuMs);
-    L.push(`- **M workers** hold about M × ${n0(perWorker)} one-shot executions/s of this kind (${ms(exc.nodeCpuMs + exc.childCpuMs)} ms of CPU each: the node's ${ms(exc.nodeCpuMs)} ms plus ${ms(exc.childCpuMs)} ms in the sandbox), until the controllers' database work binds (${exc.commits.toFixed(1)} commits per execution: ${Number.isFinite(f.pgCommitsPerSecond / exc.commits) ? n0(f.pgCommitsPerSecond / exc.commits) : '—'} executions/s on this PostgreSQL). A real agent's model calls take seconds, so a worker is usually bounded by sandboxes in flight (memory), not by this CPU.`);
+    L.push(`- **M workers** hold about M × ${n0(perWorker)} one-shot executions/s of this kind (${ms(exc.nodeCpuMs + exc.childCpuMs)} ms of CPU each: the node's ${ms(exc.nodeCpuMs)} ms plus ${ms(exc.childCpuMs)} ms in the sandbox), until the database binds (${exc.rowsWritten.toFixed(0)} rows written and ≤ ${exc.walSyncs.toFixed(1)} WAL syncs per execution: ${exc.walSyncs > 0.01 ? n0(f.pgCommitsPerSecond / exc.walSyncs) : '—'} executions/s on this PostgreSQL). A real agent's model calls take seconds, so a worker is usually bounded by sandboxes in flight (memory), not by this CPU.`);
   }
   if (hbc) {
     const perCtl = (MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / Math.max(0.001, hbc.nodeCpuMs);
-    L.push(`- **Heartbeats**: a controller spends ${ms(hbc.nodeCpuMs)} ms of CPU and ${hbc.commits.toFixed(2)} commits per heartbeat, so one controller absorbs about ${n0(perCtl)} heartbeats/s at ${PLANNED_UTILISATION * 100} % of ${MODEL_NODE_CORES} cores: at the default 30 s interval that is ${n0(perCtl * 30)} workers per controller (${n0(perCtl)} at a 1 s interval).`);
+    L.push(`- **Heartbeats**: a controller spends ${ms(hbc.nodeCpuMs)} ms of CPU, ${hbc.rowsWritten.toFixed(2)} rows written and ≤ ${hbc.walSyncs.toFixed(2)} WAL syncs per heartbeat (the batched heartbeat writer), so one controller absorbs about ${n0(perCtl)} heartbeats/s at ${PLANNED_UTILISATION * 100} % of ${MODEL_NODE_CORES} cores: at the default 30 s interval that is ${n0(perCtl * 30)} workers per controller (${n0(perCtl)} at a 1 s interval).`);
   }
   L.push('');
   for (const s of f.surfaces) {
@@ -140,10 +143,14 @@ export function renderReport(f: CapacityFigures): string {
     L.push('');
     if (s.steps.length) L.push(`![${s.title}](capacity/${s.key}.svg)`);
     L.push('');
-    L.push(`| offered (${s.unit}) | carried | p50 ms | p99 ms | ok | failed | shed | node CPU ms | children CPU ms | PG CPU ms | commits | load | passes |`);
-    L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+    L.push(`| offered (${s.unit}) | carried | p50 ms | p99 ms | ok | failed | shed | node CPU ms | children CPU ms | PG CPU ms | transactions | rows written | WAL syncs (≤) | load | passes |`);
+    L.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
     for (const x of s.steps) {
-      L.push(`| ${n0(x.offered)} | ${n0(x.achieved)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.ok} | ${x.failed} | ${x.shed} | ${x.cost.nodeCpuMs} | ${x.cost.childCpuMs} | ${x.cost.pgCpuMs} | ${x.cost.commits} | ${x.cost.load.toFixed(1)} | ${x.passes ? 'yes' : `no: ${x.why}`} |`);
+      L.push(`| ${n0(x.offered)} | ${n0(x.achieved)} | ${ms(x.p50Ms)} | ${ms(x.p99Ms)} | ${x.ok} | ${x.failed} | ${x.shed} | ${x.cost.nodeCpuMs} | ${x.cost.childCpuMs} | ${x.cost.pgCpuMs} | ${x.cost.commits} | ${x.cost.rowsWritten} | ${x.cost.walSyncs} | ${x.cost.load.toFixed(1)} | ${x.passes ? 'yes' : `no: ${x.why}`} |`);
+    }
+    if (s.retried.length) {
+      L.push('');
+      L.push(`Run once more after failing: ${s.retried.map((x) => `${n0(x.offered)} ${s.unit} (first run: p50 ${ms(x.p50Ms)} / p99 ${ms(x.p99Ms)} ms, carried ${n0(x.achieved)}, load ${x.cost.load.toFixed(1)}: ${x.why})`).join('; ')}.`);
     }
     L.push('');
   }

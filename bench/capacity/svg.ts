@@ -16,8 +16,9 @@ export interface Panel {
 }
 
 const W = 380;
-const H = 260;
-const M = { left: 58, right: 14, top: 28, bottom: 44 };
+const H = 282;
+const TITLE = 22;
+const M = { left: 58, right: 14, top: 28 + TITLE, bottom: 44 };
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
@@ -50,7 +51,7 @@ function panel(p: Panel, ox: number): string {
   const sx = (v: number): number => ox + M.left + ((Math.log10(v) - Math.log10(xlo)) / (Math.log10(xhi) - Math.log10(xlo))) * pw;
   const sy = (v: number): number => M.top + ph - ((Math.log10(Math.max(v, ylo)) - Math.log10(ylo)) / (Math.log10(yhi) - Math.log10(ylo))) * ph;
   const parts: string[] = [];
-  parts.push(`<text x="${ox + W / 2}" y="16" text-anchor="middle" font-size="13" font-weight="bold">${esc(p.title)}</text>`);
+  parts.push(`<text x="${ox + W / 2}" y="${TITLE + 16}" text-anchor="middle" font-size="12">${esc(p.title)}</text>`);
   parts.push(`<rect x="${ox + M.left}" y="${M.top}" width="${pw}" height="${ph}" fill="none" stroke="#888"/>`);
   for (const t of logTicks(xlo, xhi)) {
     parts.push(`<line x1="${sx(t).toFixed(1)}" y1="${M.top}" x2="${sx(t).toFixed(1)}" y2="${M.top + ph}" stroke="#eee"/>`);
@@ -83,11 +84,12 @@ function panel(p: Panel, ox: number): string {
   return parts.join('\n');
 }
 
-/** Two panels side by side, as one standalone SVG document. */
-export function twoPanels(left: Panel, right: Panel): string {
+/** Two panels side by side under one title, as one standalone SVG document. */
+export function twoPanels(title: string, left: Panel, right: Panel): string {
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${H}" viewBox="0 0 ${2 * W} ${H}" font-family="sans-serif">`,
     `<rect width="${2 * W}" height="${H}" fill="#fff"/>`,
+    `<text x="${W}" y="16" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>`,
     panel(left, 0),
     panel(right, W),
     '</svg>',
