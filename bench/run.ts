@@ -254,7 +254,13 @@ if (what === 'tell' || what === 'all') {
 }
 if (what === 'waiting-runs') {
   // Issue 18: what a run waiting on a Human state costs its controller (RSS, idle CPU); not in `all` (minutes).
-  await benchWaitingRuns(arg('waiting', 5000), arg('idle-seconds', 30), (l) => process.stdout.write(`${l}\n`));
+  // --park-after: spec.workflow.park_after_seconds (86400: never parked, the runs stay in memory as before);
+  // --via-api: how many are started through the API (the rest are set-based copies, parked); --wakes: approvals timed.
+  const n = arg('waiting', 5000);
+  await benchWaitingRuns(
+    { n, idleSeconds: arg('idle-seconds', 30), parkAfter: arg('park-after', 1), viaApi: arg('via-api', Math.min(n, 500)), wakes: arg('wakes', 200) },
+    (l) => process.stdout.write(`${l}\n`),
+  );
 }
 if (what === 'rate-limit' || what === 'all') {
   // Issue 19: the cost of the HTTP rate limits per request (bench/rate-limit.ts).

@@ -7,7 +7,8 @@
 //     the database's clock_timestamp() just before the call to executions.completed_at (W killed the sandbox and
 //     recorded `cancelled`).
 //   idle (benchWaitingRuns): N runs waiting on a Human state on one controller: its RSS and CPU per waiting run.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { idFromVisit, visitKeyOf } from '../src/workflow/engine/ids.ts';
 import { cpuSeconds } from './proc-cpu.ts';
 import { percentile } from './stats.ts';
 import { eventually, type NodeProcess } from '../test/support/node-process.ts';
@@ -119,14 +120,37 @@ async function rssKb(pid: number): Promise<number> {
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
 }
 
-/** N runs waiting on a Human state on one controller: RSS and idle CPU before and after, per waiting run. */
-export async function benchWaitingRuns(n: number, idleSeconds: number, out: (line: string) => void): Promise<{ rssPerRunKb: number; idleCpuPercent: number; baseCpuPercent: number }> {
+export interface WaitingFigures {
+  rssPerRunKb: number;
+  idleCpuPercent: number;
+  baseCpuPercent: number;
+  rssMb: number;
+  wakeMs: number[];
+}
+
+/** Columns of a table (for the set-based copies of a template row). */
+async function columnsOf(s: Scratch, table: string): Promise<string[]> {
+  const r = await s.db.query<{ c: string }>(`SELECT column_name AS c FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`, [table]);
+  return r.rows.map((x) => x.c);
+}
+
+/**
+ * N runs waiting on a Human state on one controller (spec.workflow.park_after_seconds `parkAfter`): RSS and idle CPU
+ * of the node's process before and after, per waiting run, then `wakes` of them approved one at a time through the
+ * API: approval resolved_at → the next visit's WorkflowStateEntered (database times). The first `viaApi` runs are
+ * started through the API and parked by the engine; the rest are set-based copies of one of them (new ids, their
+ * approvals with the ids the engine derives), written straight into PostgreSQL in batches, as the engine leaves them.
+ */
+export async function benchWaitingRuns(
+  o: { n: number; idleSeconds: number; parkAfter: number; viaApi: number; wakes: number },
+  out: (line: string) => void,
+): Promise<WaitingFigures> {
   const c = new Cleanup();
   try {
     const s = await scratch(c, 'orch-bench-idle-');
     const start = nodeStarter(c, s, { env: { ORCH_LOG_LEVEL: 'warn' } });
     const id = `ctl-${randomBytes(3).toString('hex')}`;
-    const node = await start(id, `  node: { id: ${id}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1 }\n`);
+    const node = await start(id, `  node: { id: ${id}, role: controller }\n  cluster: { heartbeat_interval_seconds: 1 }\n  workflow: { park_after_seconds: ${o.parkAfter} }\n`);
     const A: Api = { http: node.banner.http, token: node.banner.dev_token ?? '' };
     const pid = node.child.pid!;
     const dep = await api(A, 'POST', '/v1/workflows', { manifest_yaml: LOOP });
@@ -138,28 +162,70 @@ export async function benchWaitingRuns(n: number, idleSeconds: number, out: (lin
     };
     await new Promise((r) => setTimeout(r, 3000));
     const rss0 = await rssKb(pid);
-    const base = await cpuOver(idleSeconds);
+    const base = await cpuOver(o.idleSeconds);
     out(`  before: RSS ${(rss0 / 1024).toFixed(1)} MB, idle CPU ${base.toFixed(2)}% of a core`);
     const t0 = Date.now();
-    for (let i = 0; i < n; i += 50) {
-      await Promise.all(Array.from({ length: Math.min(50, n - i) }, async () => {
-        const r = await api(A, 'POST', '/v1/workflows/tell-loop/run', { input: {} });
+    const viaApi = Math.min(o.n, Math.max(1, o.viaApi));
+    const started: string[] = [];
+    for (let i = 0; i < viaApi; i += 50) {
+      await Promise.all(Array.from({ length: Math.min(50, viaApi - i) }, async () => {
+        const r = await api<{ execution_id: string }>(A, 'POST', '/v1/workflows/tell-loop/run', { input: {} });
         if (r.status !== 201) throw new Error(`run: ${r.status} ${JSON.stringify(r.body)}`);
+        started.push(r.body.execution_id);
       }));
     }
+    const settled = o.parkAfter <= 60 ? 'parked' : `status = 'waiting_for_human_input'`;
     await eventually(async () => {
-      const r = await s.db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM workflow_executions WHERE status = 'waiting_for_human_input'`);
-      return (r.rows[0]?.n ?? 0) >= n ? true : undefined;
-    }, 600_000, `${n} runs waiting`);
-    out(`  ${n} runs started and waiting in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const r = await s.db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM workflow_executions WHERE ${settled}`);
+      return (r.rows[0]?.n ?? 0) >= viaApi ? true : undefined;
+    }, 600_000, `${viaApi} runs waiting`);
+    out(`  ${viaApi} runs started through the API and ${settled === 'parked' ? 'parked' : 'waiting'} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    if (o.n > viaApi) {
+      if (settled !== 'parked') throw new Error('copies are written parked: use --park-after ≤ 60 or --via-api = --waiting');
+      const t1 = Date.now();
+      const template = started[0]!;
+      const wcols = await columnsOf(s, 'workflow_executions');
+      const acols = await columnsOf(s, 'approvals');
+      const wsel = wcols.map((col) => (col === 'id' ? 'v.id' : col === 'created_at' || col === 'started_at' || col === 'updated_at' ? 'now()' : `t.${col}`)).join(', ');
+      const asel = acols.map((col) => (col === 'id' ? 'v.aid' : col === 'workflow_execution_id' ? 'v.id' : col === 'created_at' ? 'now()' : `t.${col}`)).join(', ');
+      for (let done = viaApi; done < o.n; ) {
+        const k = Math.min(10_000, o.n - done);
+        const ids = Array.from({ length: k }, () => randomUUID());
+        const aids = ids.map((x) => idFromVisit(visitKeyOf(x, 'gate', 1), 'approval'));
+        await s.db.query(
+          `WITH v AS (SELECT * FROM unnest($1::UUID[], $2::UUID[]) AS v(id, aid)),
+             w AS (INSERT INTO workflow_executions (${wcols.join(', ')}) SELECT ${wsel} FROM workflow_executions t, v WHERE t.id = $3 RETURNING 1)
+           INSERT INTO approvals (${acols.join(', ')}) SELECT ${asel} FROM approvals t, v WHERE t.workflow_execution_id = $3 AND t.visit = 1`,
+          [ids, aids, template],
+        );
+        done += k;
+      }
+      await s.db.query('ANALYZE workflow_executions');
+      await s.db.query('ANALYZE approvals');
+      out(`  ${o.n - viaApi} more parked runs written set-based (copies of one, batches of 10,000) in ${((Date.now() - t1) / 1000).toFixed(1)} s`);
+    }
+    // Past one parked-run scan (30 s by default) would be fairer still; the idle window below includes one anyway.
     await new Promise((r) => setTimeout(r, 5000));
-    (global as { gc?: () => void }).gc?.();
     const rss1 = await rssKb(pid);
-    const idle = await cpuOver(idleSeconds);
-    const perRun = (rss1 - rss0) / n;
-    out(`  with ${n} waiting: RSS ${(rss1 / 1024).toFixed(1)} MB (+${((rss1 - rss0) / 1024).toFixed(1)} MB = ${perRun.toFixed(1)} kB per waiting run), idle CPU ${idle.toFixed(2)}% of a core`);
-    out(`  extrapolated to 100,000 waiting runs: ${((rss0 + perRun * 100_000) / 1024 / 1024).toFixed(2)} GB RSS`);
-    return { rssPerRunKb: perRun, idleCpuPercent: idle, baseCpuPercent: base };
+    const idle = await cpuOver(o.idleSeconds);
+    const perRun = (rss1 - rss0) / o.n;
+    out(`  with ${o.n} waiting: RSS ${(rss1 / 1024).toFixed(1)} MB (+${((rss1 - rss0) / 1024).toFixed(1)} MB = ${perRun.toFixed(2)} kB per waiting run), idle CPU ${idle.toFixed(2)}% of a core over ${o.idleSeconds} s`);
+    // Wakes: runs picked across the whole set (API-started and copies), approved one at a time.
+    const pick = await s.db.query<{ id: string; aid: string }>(
+      `SELECT w.id::TEXT AS id, a.id::TEXT AS aid FROM workflow_executions w JOIN approvals a ON a.workflow_execution_id = w.id AND a.status = 'pending'
+       WHERE w.status = 'waiting_for_human_input' ORDER BY random() LIMIT $1`,
+      [o.wakes],
+    );
+    const wakeMs: number[] = [];
+    for (const p of pick.rows) {
+      const res = await api(A, 'POST', `/v1/human-approvals/${p.aid}/approve`, {});
+      if (res.status !== 200) throw new Error(`approve: ${res.status} ${JSON.stringify(res.body)}`);
+      wakeMs.push(await entered(s, p.id, 1));
+    }
+    out(`  woken by an approval (resolved → next state entered): ${summary(wakeMs)}`);
+    const rss2 = await rssKb(pid);
+    out(`  RSS after the wakes ${(rss2 / 1024).toFixed(1)} MB; load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    return { rssPerRunKb: perRun, idleCpuPercent: idle, baseCpuPercent: base, rssMb: rss1 / 1024, wakeMs };
   } finally {
     await c.run();
   }

@@ -120,6 +120,8 @@ export function startWorkflowCapability(o: {
     logger: log,
     parkAfterMs: o.parkAfterMs ?? DEFAULT_PARK_AFTER_MS,
     scanMs: o.pollMs ?? DEFAULT_SCAN_MS,
+    runLeaseMs: leaseMs,
+    fresh,
   });
   post.register('workflow', async (key, msg) => {
     // A run leaving memory takes the message once gone; a parked one is spawned again from its row.

@@ -16,6 +16,7 @@ import type { Logger } from '../../logging/logger.ts';
 import type { Queryable } from '../../storage/db.ts';
 import type { RowFence } from '../../storage/row-lease.ts';
 import { ttlParam } from '../../storage/sql-ident.ts';
+import type { WorkflowExecutionRow } from './repo.ts';
 
 /** How long this node's parking lease lasts unrenewed: past it, another controller adopts its parked runs. */
 export const PARKING_LEASE_MS = 10_000;
@@ -34,6 +35,11 @@ export interface ParkerOptions {
   parkAfterMs: number;
   /** The safety-net scan of parked runs (spec.workflow.poll_seconds). */
   scanMs: number;
+  /** A run's own claim (the workflow lease), taken when a message brings a parked run back. */
+  runLeaseMs: number;
+  /** Claims handed to the actor that is spawned next for the key (actor.ts `fresh`). */
+  fresh: Map<string, WorkflowExecutionRow>;
+  /** This node's parking lease (default PARKING_LEASE_MS). */
   leaseMs?: number;
 }
 
@@ -118,17 +124,21 @@ export class Parker {
   }
 
   /**
-   * A message for a run not live here: true when it is parked on this node (it is spawned again, and reads the fact
-   * from its row), or is leaving memory right now (spawned again once gone). False: not held here.
+   * A message for a run not live here: true when it is parked on this node (claimed and spawned again; it reads the
+   * fact from its row), or is leaving memory right now (spawned again once gone). False: not held here.
    */
   async deliver(key: string, _msg: TellMessage): Promise<boolean> {
     if (this.holdIfLeaving(key)) return true;
-    const res = await this.o.db.query<{ parked: boolean; owner_node: string | null }>(
-      'SELECT parked, owner_node FROM workflow_executions WHERE id = $1',
-      [key],
+    // The claim itself is the check (one statement instead of a read and a claim): only a run parked here is taken,
+    // with a new epoch; the actor then starts from this claim (the `fresh` hand-over a new run uses too).
+    const res = await this.o.db.query<WorkflowExecutionRow>(
+      `UPDATE workflow_executions SET parked = FALSE, epoch = epoch + 1, lease_expires_at = now() + ($3::INT * INTERVAL '1 millisecond')
+       WHERE id = $1 AND parked AND owner_node = $2 RETURNING *`,
+      [key, this.o.nodeId, ttlParam(this.o.runLeaseMs)],
     );
     const row = res.rows[0];
-    if (!row?.parked || row.owner_node !== this.o.nodeId) return false;
+    if (!row) return false;
+    this.o.fresh.set(key, row);
     this.o.actors.spawn(this.o.kind, key);
     return true;
   }
