@@ -1,5 +1,6 @@
 // SQL for the executions table. Every read is scoped by tenant except the ones the owning actor makes by id.
 import type { Queryable } from '../../storage/db.ts';
+import { listTenantRuns, type RunPage } from '../../storage/run-list.ts';
 import type { LeasedTable } from '../../actors/leased-row/table.ts';
 import type { AgentManifest } from '../manifest/types.ts';
 
@@ -87,37 +88,12 @@ export async function getTenantExecution(db: Queryable, tenantId: string, id: st
   return (await db.query<ExecutionRow>('SELECT * FROM executions WHERE id = $1 AND tenant_id = $2', [id, tenantId])).rows[0];
 }
 
-export interface ListFilter {
+export interface ListFilter extends RunPage {
   agentId?: string | undefined;
-  status?: string | undefined;
-  /** `id BETWEEN low AND high` (storage/id-prefix.ts): a prefix search on the primary key. */
-  idRange?: { low: string; high: string } | undefined;
-  limit: number;
-  offset: number;
 }
 
 export async function listExecutions(db: Queryable, tenantId: string, f: ListFilter): Promise<ExecutionRow[]> {
-  const where = ['tenant_id = $1'];
-  const params: unknown[] = [tenantId];
-  if (f.agentId) {
-    params.push(f.agentId);
-    where.push(`agent_id = $${params.length}`);
-  }
-  if (f.status) {
-    params.push(f.status);
-    where.push(`status = $${params.length}`);
-  }
-  if (f.idRange) {
-    params.push(f.idRange.low, f.idRange.high);
-    where.push(`id BETWEEN $${params.length - 1}::UUID AND $${params.length}::UUID`);
-  }
-  params.push(f.limit, f.offset);
-  const res = await db.query<ExecutionRow>(
-    `SELECT * FROM executions WHERE ${where.join(' AND ')}
-     ORDER BY created_at DESC, id LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
-  );
-  return res.rows;
+  return listTenantRuns<ExecutionRow>(db, 'executions', tenantId, f, (bind) => (f.agentId ? [`agent_id = ${bind(f.agentId)}`] : []));
 }
 
 export async function deleteExecution(tx: Queryable, tenantId: string, id: string): Promise<number> {

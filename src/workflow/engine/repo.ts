@@ -1,6 +1,7 @@
 // SQL for workflow_executions. Reads from the API are scoped by tenant; the owning actor reads its row by id and
 // writes it only through the fenced writer (writer.ts).
 import type { Queryable } from '../../storage/db.ts';
+import { listTenantRuns, type RunPage } from '../../storage/run-list.ts';
 import type { LeasedTable } from '../../actors/leased-row/table.ts';
 import type { WorkflowManifest } from '../manifest/types.ts';
 import type { NewWorkflowEvent } from './events.ts';
@@ -138,38 +139,17 @@ export async function getTenantWorkflowExecution(db: Queryable, tenantId: string
   return (await db.query<WorkflowExecutionRow>('SELECT * FROM workflow_executions WHERE id = $1 AND tenant_id = $2', [id, tenantId])).rows[0];
 }
 
-export interface WorkflowListFilter {
+export interface WorkflowListFilter extends RunPage {
   /** A workflow UUID or name. */
   workflow?: string | undefined;
-  status?: string | undefined;
-  /** `id BETWEEN low AND high` (storage/id-prefix.ts): a prefix search on the primary key. */
-  idRange?: { low: string; high: string } | undefined;
-  limit: number;
-  offset: number;
 }
 
 export async function listWorkflowExecutions(db: Queryable, tenantId: string, f: WorkflowListFilter): Promise<WorkflowExecutionRow[]> {
-  const where = ['tenant_id = $1'];
-  const params: unknown[] = [tenantId];
-  if (f.workflow) {
-    params.push(f.workflow);
-    where.push(`(workflow_id = $${params.length} OR workflow_name = $${params.length})`);
-  }
-  if (f.status) {
-    params.push(f.status);
-    where.push(`status = $${params.length}`);
-  }
-  if (f.idRange) {
-    params.push(f.idRange.low, f.idRange.high);
-    where.push(`id BETWEEN $${params.length - 1}::UUID AND $${params.length}::UUID`);
-  }
-  params.push(f.limit, f.offset);
-  const res = await db.query<WorkflowExecutionRow>(
-    `SELECT * FROM workflow_executions WHERE ${where.join(' AND ')}
-     ORDER BY created_at DESC, id LIMIT $${params.length - 1} OFFSET $${params.length}`,
-    params,
-  );
-  return res.rows;
+  return listTenantRuns<WorkflowExecutionRow>(db, 'workflow_executions', tenantId, f, (bind) => {
+    if (!f.workflow) return [];
+    const p = bind(f.workflow);
+    return [`(workflow_id = ${p} OR workflow_name = ${p})`];
+  });
 }
 
 /** Non-terminal runs this node should drive after a start: its own, unowned, or with an expired claim. */

@@ -10,21 +10,13 @@ import type { Logger } from '../../logging/logger.ts';
 import type { Db, Queryable } from '../../storage/db.ts';
 import { rowLost, type RowFence } from '../../storage/row-lease.ts';
 import { insertWorkflowEvents, type NewWorkflowEvent } from './events.ts';
-import { isTerminalStatus, type WorkflowStatus } from './repo.ts';
+import { isTerminalStatus, type WorkflowExecutionRow } from './repo.ts';
 
 /** The mutable part of a run, written whole with every step (the actor holds it in memory). */
-export interface RunSnapshot {
-  status: WorkflowStatus;
-  current_state: string | null;
-  blackboard: Record<string, unknown>;
-  context: Record<string, unknown>;
-  visits: Record<string, number>;
-  total_transitions: number;
-  feedback: string | null;
-  human_feedback: string | null;
-  final_output: unknown;
-  error: string | null;
-}
+export type RunSnapshot = Pick<
+  WorkflowExecutionRow,
+  'status' | 'current_state' | 'blackboard' | 'context' | 'visits' | 'total_transitions' | 'feedback' | 'human_feedback' | 'final_output' | 'error'
+>;
 
 export interface StepWrite {
   fence: RowFence;
