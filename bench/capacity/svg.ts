@@ -44,10 +44,11 @@ function panel(p: Panel, ox: number): string {
   const ph = H - M.top - M.bottom;
   const xs = p.points.map((q) => q.x).filter((v) => v > 0);
   const ys = [...p.points.map((q) => q.y), ...(p.hline ? [p.hline.y] : []), ...(p.diagonal ? xs : [])].filter((v) => v > 0);
-  const xlo = Math.min(...xs, 1) * 0.8;
-  const xhi = Math.max(...xs, 1) * 1.25;
-  const ylo = Math.max(Math.min(...ys, 1) * 0.7, 1e-3);
-  const yhi = Math.max(...ys, 1) * 1.5;
+  // The axes span the data (no empty decades): the ladders start far from 1.
+  const xlo = (xs.length ? Math.min(...xs) : 1) * 0.8;
+  const xhi = (xs.length ? Math.max(...xs) : 1) * 1.25;
+  const ylo = Math.max((ys.length ? Math.min(...ys) : 1) * 0.7, 1e-3);
+  const yhi = (ys.length ? Math.max(...ys) : 1) * 1.5;
   const sx = (v: number): number => ox + M.left + ((Math.log10(v) - Math.log10(xlo)) / (Math.log10(xhi) - Math.log10(xlo))) * pw;
   const sy = (v: number): number => M.top + ph - ((Math.log10(Math.max(v, ylo)) - Math.log10(ylo)) / (Math.log10(yhi) - Math.log10(ylo))) * ph;
   const parts: string[] = [];
@@ -76,7 +77,8 @@ function panel(p: Panel, ox: number): string {
   if (p.mark) {
     const x = sx(p.mark.x).toFixed(1);
     parts.push(`<line x1="${x}" y1="${M.top}" x2="${x}" y2="${M.top + ph}" stroke="#393" stroke-dasharray="2 2"/>`);
-    parts.push(`<text x="${Number(x) + 3}" y="${M.top + 12}" font-size="10" fill="#393">${esc(p.mark.label)}</text>`);
+    const right = Number(x) > ox + W - M.right - 40; // near the right edge: the label goes on the left of the line
+    parts.push(`<text x="${Number(x) + (right ? -3 : 3)}" y="${M.top + 12}" font-size="10" fill="#393"${right ? ' text-anchor="end"' : ''}>${esc(p.mark.label)}</text>`);
   }
   const pts = p.points.filter((q) => q.x > 0).sort((a, b) => a.x - b.x);
   if (pts.length > 1) parts.push(`<polyline fill="none" stroke="#2663c9" stroke-width="2" points="${pts.map((q) => `${sx(q.x).toFixed(1)},${sy(q.y).toFixed(1)}`).join(' ')}"/>`);
