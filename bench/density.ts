@@ -165,6 +165,7 @@ spec:
   if (o.cpuProfile) {
     env.NODE_OPTIONS = `--require ${path.resolve('bench/cpu-profile.cjs')}`;
     env.CPU_PROFILE = o.cpuProfile;
+    env.CPU_PROFILE_WINDOW = '1'; // the batch only (SIGUSR2 at its start and end), not start-up
   }
   const node = await startOrchNode(env);
   const pid = node.child.pid!;
@@ -208,6 +209,7 @@ spec:
       }
     })();
 
+    if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     const cpu0 = await cpuSeconds(pid);
     const child0 = await childCpuSeconds(pid);
     const bench0 = process.cpuUsage();
@@ -217,6 +219,7 @@ spec:
     const cpu1 = await cpuSeconds(pid);
     const child1 = await childCpuSeconds(pid);
     const benchCpu = process.cpuUsage(bench0);
+    if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     stopHealth = true;
     await Promise.all([healthLoop, memLoop]);
 
@@ -299,6 +302,11 @@ spec:
         if (e.status === 'completed') completed++;
       }
       log(`batch of ${n}: ${completed} completed, ${ended.size - completed} failed/cancelled, ${n - ended.size} unfinished`);
+      const firstFailed = [...ended].find(([, e]) => e.status !== 'completed');
+      if (firstFailed) {
+        const r = await fetch(`${base}/v1/executions/${firstFailed[0]}`, { headers: auth });
+        log(`  e.g. ${firstFailed[0]}: ${JSON.stringify(((await r.json()) as { reason?: string }).reason)}`);
+      }
       return { completed, failed: n - completed, rejected, startToEnd, post, spanSeconds: Math.max(0.001, (last - tFirst) / 1000) };
     }
   } finally {

@@ -1,10 +1,12 @@
-// Admission control on a real node (`orch up`, its own process): with sandbox starts slowed down (a bwrap wrapper
-// that sleeps before an agent sandbox), starts sent at once beyond the queue's bound are refused at once — 429 for a
+// Admission control on a real node (`orch up`, its own process) whose agents run in podman containers (a container
+// start takes a second or more, and one slot makes them one at a time), so the queue fills: starts sent at once beyond
+// its bound are refused at once — 429 for a
 // tenant over max_queued_per_tenant, 503 when the node's max_queued is reached, both with Retry-After and a clear
 // body — nothing is written for them, /health/ready says "saturated" while the queue is full and "ready" once it
 // drains, /health/live keeps answering, and every admitted execution completes.
 import test from 'ava';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { DEFAULT_DOCKER_HOST } from '../../src/agents/runtime/docker.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -16,20 +18,16 @@ const AGENT = `apiVersion: orch.dev/v1
 kind: Agent
 metadata: { name: admitted, version: 1.0.0 }
 spec:
-  runtime: { language: node, version: "20", isolation: process, model: default }
+  runtime: { language: node, version: "20", isolation: docker, model: default }
   task: { instruction: Say ok. }
   execution: { mode: one-shot, validation: [] }
 `;
 
-async function slowNode(t: import('ava').ExecutionContext, admission: string) {
+async function podmanNode(t: import('ava').ExecutionContext, admission: string) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-admission-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const llm = await startScriptedLlm(() => textReply('ok'));
   t.teardown(() => llm.close());
-  // Agent sandboxes (they carry ORCH_EXECUTION_ID) take 6 s to start; bwrap's own probe does not wait.
-  const wrapper = path.join(dir, 'slow-bwrap');
-  await writeFile(wrapper, '#!/bin/sh\ncase "$*" in *ORCH_EXECUTION_ID*) sleep 6;; esac\nexec bwrap "$@"\n');
-  await chmod(wrapper, 0o755);
   const config = path.join(dir, 'node.yaml');
   await writeFile(
     config,
@@ -38,7 +36,7 @@ kind: NodeConfig
 metadata: { name: admission }
 spec:
   node: { id: adm-${randomUUID().slice(0, 8)}, role: hybrid }
-  runtime: { default_isolation: process, bwrap_path: "${wrapper}" }
+  runtime: { default_isolation: docker, docker_host: "${process.env.DOCKER_HOST || DEFAULT_DOCKER_HOST}" }
   llm_providers: [ { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ { alias: default, model: m } ] } ]
   admission: ${admission}
 `,
@@ -75,7 +73,7 @@ async function allEnded(t: import('ava').ExecutionContext, s: { http: string; to
 }
 
 test('a tenant over max_queued_per_tenant gets 429 with Retry-After at once; the admitted ones complete', async (t) => {
-  const { s, agentId } = await slowNode(t, '{ max_concurrent_starts: 1, max_queued: 100, max_queued_per_tenant: 3, retry_after_seconds: 5 }');
+  const { s, agentId } = await podmanNode(t, '{ max_concurrent_starts: 1, max_queued: 100, max_queued_per_tenant: 3, retry_after_seconds: 5 }');
   const answers = await burst(s, agentId, 8);
   const admitted = answers.filter((a) => a.status === 200);
   const refused = answers.filter((a) => a.status !== 200);
@@ -91,7 +89,7 @@ test('a tenant over max_queued_per_tenant gets 429 with Retry-After at once; the
 });
 
 test('a full node answers 503 and /health/ready says saturated until the queue drains; /health/live keeps answering', async (t) => {
-  const { s, agentId } = await slowNode(t, '{ max_concurrent_starts: 1, max_queued: 2, max_queued_per_tenant: 50 }');
+  const { s, agentId } = await podmanNode(t, '{ max_concurrent_starts: 1, max_queued: 2, max_queued_per_tenant: 50 }');
   const answers = await burst(s, agentId, 5);
   const admitted = answers.filter((a) => a.status === 200);
   t.is(admitted.length, 2, JSON.stringify(answers));

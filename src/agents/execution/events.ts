@@ -4,6 +4,8 @@ import type { BusEvent, HistorySource } from '../../bus/bus.ts';
 import type { ExecutionEvent as ProtoEvent } from '../../gen/orch/runtime/v1/runtime.js';
 import type { Queryable } from '../../storage/db.ts';
 import { SerializationConflict } from '../../storage/retry.ts';
+import type { Db } from '../../storage/db.ts';
+import { fencedUpdate, type RowFence } from '../../storage/row-lease.ts';
 
 export type ExecutionEventType =
   | 'execution_started'
@@ -75,6 +77,34 @@ export async function appendExecutionEvent(
     }
     throw err;
   }
+}
+
+/**
+ * What the execution's owner writes for one event: the event and its row's changes, in one transaction fenced by the
+ * claim (a node that lost the execution writes nothing). Answers the event to publish after the commit, or null when
+ * it was recorded already.
+ *
+ * READ COMMITTED, not the database's SERIALIZABLE: the fenced UPDATE locks the execution's row first, so every
+ * writer of this execution's events (this, giveUp, a cancel — each updates the row first) waits for the one before
+ * it, and the statements after the lock read what it committed; a duplicate seq or key still fails on the unique
+ * constraints (SerializationConflict, retried). Under SERIALIZABLE the `MAX(seq)` and key reads took page-level
+ * predicate locks on the index all executions share, and a hundred executions announcing at once failed each other
+ * until the retry loop gave up (issue 24; test/agents/execution-events-concurrency.test.ts).
+ */
+export function recordExecutionEvent(
+  db: Db,
+  fence: RowFence,
+  type: ExecutionEventType,
+  key: string,
+  payload: Record<string, unknown>,
+  set?: { sql: string; params: unknown[] },
+): Promise<BusEvent<Record<string, unknown>> | null> {
+  return db.tx(async (tx: Queryable) => {
+    await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
+    if (set) await fencedUpdate(tx, fence, `${set.sql}, updated_at = now()`, set.params);
+    else await fencedUpdate(tx, fence, 'updated_at = now()');
+    return appendExecutionEvent(tx, fence.key, type, key, { execution_id: fence.key, ...payload });
+  });
 }
 
 export async function readExecutionEvents(db: Queryable, executionId: string, fromSeq = 1, limit = 10_000): Promise<BusEvent<Record<string, unknown>>[]> {

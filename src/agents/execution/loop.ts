@@ -15,12 +15,12 @@ import type { LlmMessage, LlmRegistry, LlmResponse } from '../llm/types.ts';
 import type { AgentManifest } from '../manifest/types.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
 import { CancelledByUser, ExecutionTimedOut, IterationTimedOut, isHandOver } from './errors.ts';
-import { appendExecutionEvent, type ExecutionEventType } from './events.ts';
+import { recordExecutionEvent, type ExecutionEventType } from './events.ts';
 import type { GatewayChannel } from './gateway-channel.ts';
 import type { GatewayRegistry } from './gateway-server.ts';
 import { Journal } from './journal.ts';
 import type { ExecutionRow } from './repo.ts';
-import { prepareVolumes, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
+import { prepareVolumes, runsIdle, startSandbox, WORKSPACE, type Sandbox } from './sandbox.ts';
 import { runTool, toolDefs, toolFromWire, type CmdCeilings, type CmdResult, type ToolContext } from './tools.ts';
 import { validateIteration } from './validate.ts';
 import { summarizeToolCall, type TimedToolResult, type ToolCallSummary } from './tool-summary.ts';
@@ -152,11 +152,7 @@ export class ExecutionLoop {
 
   /** Writes an event (and optional row changes) in one fenced transaction, then announces it. */
   private async emit(type: ExecutionEventType, key: string, payload: Record<string, unknown>, set?: { sql: string; params: unknown[] }): Promise<void> {
-    const event = await this.deps.db.tx(async (tx: Queryable) => {
-      if (set) await fencedUpdate(tx, this.fence, `${set.sql}, updated_at = now()`, set.params);
-      else await fencedUpdate(tx, this.fence, 'updated_at = now()');
-      return appendExecutionEvent(tx, this.id, type, key, { execution_id: this.id, ...payload });
-    });
+    const event = await recordExecutionEvent(this.deps.db, this.fence, type, key, payload, set);
     if (event) await this.publish(event);
   }
 
@@ -248,13 +244,15 @@ export class ExecutionLoop {
     return rt;
   }
 
-  private async freshSandbox(): Promise<{ channel: GatewayChannel; sandbox: Sandbox }> {
+  private async freshSandbox(): Promise<{ channel: GatewayChannel | undefined; sandbox: Sandbox }> {
     await this.teardown();
-    const channel = this.deps.gateways.open(this.id);
+    const runtime = this.runtime();
+    // An idle sandbox (process isolation) has no bootstrap to talk to: no channel.
+    const channel = runsIdle(runtime) ? undefined : this.deps.gateways.open(this.id);
     this.channel = channel;
     const mounts = await this.mountsFor();
     const sandbox = await startSandbox({
-      runtime: this.runtime(),
+      runtime,
       registry: this.deps.gateways,
       channel,
       dataDir: this.deps.dataDir,
@@ -297,9 +295,10 @@ export class ExecutionLoop {
   private async dispatch(req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number; env?: Record<string, string> }): Promise<CmdResult> {
     const channel = this.channel;
     const sandbox = this.sandbox;
-    if (!channel || !sandbox) throw new Error('no sandbox');
+    if (!sandbox || (!channel && !sandbox.direct)) throw new Error('no sandbox');
     this.dispatchSeq++;
     const signal = this.dispatchSignal;
+    if (!channel) return this.execDirect(sandbox, req, signal);
     const exited = sandbox.handle.exited.then((code) => {
       throw new Error(`sandbox exited with code ${code} while running ${req.command}`);
     });
@@ -324,6 +323,27 @@ export class ExecutionLoop {
       return { ...result, stderr: `${result.stderr}\nExecTimeoutCeilingExceeded: ran longer than ${req.timeout_secs} s` };
     }
     return { exit_code: result.exit_code, stdout: result.stdout, stderr: result.stderr, duration_ms: result.duration_ms, truncated: result.truncated };
+  }
+
+  /** A command of an idle sandbox: a fresh bubblewrap sandbox of its spec (runtime.exec), killed when `signal` aborts. */
+  private async execDirect(
+    sandbox: Sandbox,
+    req: { command: string; args: string[]; cwd: string; timeout_secs: number; max_output_bytes: number; env?: Record<string, string> },
+    signal: AbortSignal | undefined,
+  ): Promise<CmdResult> {
+    const r = await sandbox.runtime.exec!(sandbox.handle.id, {
+      command: req.command,
+      args: req.args,
+      cwd: req.cwd,
+      env: req.env ?? {},
+      timeout_secs: req.timeout_secs,
+      max_output_bytes: req.max_output_bytes,
+      ...(signal ? { signal } : {}),
+    });
+    // Killed because the iteration or the execution ended: that, not the command's exit, is the outcome.
+    if (signal?.aborted) throw signal.reason;
+    const stderr = r.timed_out ? `${r.stderr}\nExecTimeoutCeilingExceeded: ran longer than ${req.timeout_secs} s` : r.stderr;
+    return { exit_code: r.exit_code, stdout: r.stdout, stderr, duration_ms: r.duration_ms, truncated: r.truncated };
   }
 
   private async iterate(runSignal: AbortSignal): Promise<void> {
@@ -354,21 +374,24 @@ export class ExecutionLoop {
       let failure: { type: string; message: string } | undefined;
       let output = '';
       try {
-        const sandboxGone = sandbox.handle.exited.then((code) => {
-          throw new Error(`sandbox exited with code ${code} before asking for work`);
-        });
-        if (needGenerate) {
+        if (needGenerate && channel) {
+          const sandboxGone = sandbox.handle.exited.then((code) => {
+            throw new Error(`sandbox exited with code ${code} before asking for work`);
+          });
           await Promise.race([channel.awaitGenerate(itSignal), sandboxGone, abortPromise(itSignal)]);
           needGenerate = false;
         }
-        if (n === 1 && channel.firstGenerateAt) this.deps.onFirstGenerate?.(this.id, channel.firstGenerateAt);
+        if (n === 1) {
+          const ready = channel ? channel.firstGenerateAt : Date.now();
+          if (ready) this.deps.onFirstGenerate?.(this.id, ready);
+        }
         await this.emit('iteration_started', `iteration_started:${n}`, { iteration_number: n, action: 'generate', started_at: now() }, {
           sql: 'iteration = $1',
           params: [n],
         });
         const turn = await this.tel.inIteration(() => this.converse(n, messages, itSignal));
         output = turn.output;
-        await channel.final({ type: 'final', content: output, tool_calls_executed: turn.toolCalls, conversation: messages }, itSignal);
+        await channel?.final({ type: 'final', content: output, tool_calls_executed: turn.toolCalls, conversation: messages }, itSignal);
         needGenerate = true;
         const failures = await validateIteration(m.spec.execution.validation, { output, lastExitCode: turn.lastExitCode, lastStderr: turn.lastStderr }, (rule, out) =>
           this.journal.step(`it${n}:judge:${rule.judge_agent}`, 'judge', () => this.judge(rule, out)),

@@ -49,7 +49,11 @@ export async function prepareVolumes(dataDir: string, executionId: string, manif
 
 export interface Sandbox {
   handle: SandboxHandle;
-  gateway: SocketGateway;
+  /** The dispatch gateway the sandbox's bootstrap speaks to; absent for an idle sandbox (`direct`). */
+  gateway?: SocketGateway;
+  /** An idle sandbox (process isolation): no bootstrap runs in it; the loop runs each command through
+   * runtime.exec(), in a fresh bubblewrap sandbox of the same spec. */
+  direct: boolean;
   runtime: ContainerRuntime;
   /** SHA-256 (hex) of the attestation secret handed into the sandbox (process isolation); undefined for docker. */
   attestationSecretSha256?: string;
@@ -59,7 +63,8 @@ export interface Sandbox {
 export interface SandboxOptions {
   runtime: ContainerRuntime;
   registry: GatewayRegistry;
-  channel: GatewayChannel;
+  /** The bootstrap's channel; none for an idle sandbox (runsIdle). */
+  channel: GatewayChannel | undefined;
   dataDir: string;
   nodeId: string;
   executionId: string;
@@ -70,12 +75,66 @@ export interface SandboxOptions {
   logger: Logger;
 }
 
+/** The environment of the execution's commands (and of its bootstrap, which adds the gateway's address). */
+function sandboxEnv(o: SandboxOptions): Record<string, string> {
+  const m = o.manifest;
+  return { ...m.spec.env, ORCH_AGENT_ID: o.agentId, ORCH_EXECUTION_ID: o.executionId, ORCH_MODEL_ALIAS: m.spec.runtime.model, HOME: WORKSPACE };
+}
+
+/**
+ * Process isolation (issue 24): an idle sandbox, no resident process. A resident Node.js bootstrap cost every
+ * execution ~70 ms of CPU to boot and ~45 MiB RSS (3 processes) for its whole life, a unix-socket HTTP server and a
+ * run directory in the node, and two HTTP exchanges per command — to run commands the node can start itself. Each
+ * command now gets a fresh bubblewrap sandbox made from the same spec (mounts, environment, the attestation secret,
+ * its own network namespace with slirp4netns when the agent has network): the same isolation from the host and from
+ * other executions, and between two commands of one execution only /workspace and the volumes persist (a fresh
+ * /tmp, no process left running).
+ */
+async function startIdleSandbox(o: SandboxOptions): Promise<Sandbox> {
+  await o.runtime.reap(EXECUTION_LABEL, o.executionId).catch((err: unknown) => o.logger.warn({ err }, 'reaping old sandboxes failed'));
+  const m = o.manifest;
+  const proof = attestationProof(`process-${o.executionId}`);
+  const handle = await o.runtime.start({
+    executionId: o.executionId,
+    agentId: o.agentId,
+    command: [],
+    idle: true,
+    env: sandboxEnv(o),
+    secretEnv: { [SEAL_CONTAINER_ID_ENV]: proof.containerId },
+    mounts: o.mounts.map((x) => ({ hostPath: x.hostPath, sandboxPath: x.sandboxPath, readOnly: x.readOnly })),
+    workdir: WORKSPACE,
+    network: m.spec.security.network.mode === 'allow',
+    labels: { [EXECUTION_LABEL]: o.executionId, 'orch.agent_id': o.agentId, 'orch.node_id': o.nodeId },
+  });
+  if (!proof.containerId.startsWith(`${handle.id}:`)) o.logger.warn({ container_id: handle.id }, 'the process sandbox id is not process-<execution_id>: SEAL attestation will fail');
+  let stopped = false;
+  return {
+    handle,
+    direct: true,
+    runtime: o.runtime,
+    attestationSecretSha256: proof.sha256,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await o.runtime.stop(handle.id);
+    },
+  };
+}
+
+/** Whether executions on `runtime` get an idle sandbox (no bootstrap, no gateway channel): process isolation. */
+export function runsIdle(runtime: ContainerRuntime): boolean {
+  return runtime.kind === 'process' && runtime.idleSandboxes === true && runtime.exec !== undefined;
+}
+
 export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
+  if (runsIdle(o.runtime)) return startIdleSandbox(o);
+  if (!o.channel) throw new Error('a sandbox with a bootstrap needs its gateway channel');
+  const channel = o.channel;
   // Not under the data dir: a unix socket path must fit in 107 bytes whatever the data dir's length (run-dir.ts).
   const runDir = await executionRunDir(o.dataDir, o.executionId);
   // Leftovers of an earlier incarnation (a crashed node) go first: one execution, one sandbox.
   await o.runtime.reap(EXECUTION_LABEL, o.executionId).catch((err: unknown) => o.logger.warn({ err }, 'reaping old sandboxes failed'));
-  const gateway = await listenGatewaySocket(o.registry, o.channel, path.join(runDir, 'gateway.sock'), o.logger);
+  const gateway = await listenGatewaySocket(o.registry, channel, path.join(runDir, 'gateway.sock'), o.logger);
   const m = o.manifest;
   const mounts: SandboxMount[] = [
     { hostPath: BOOTSTRAP_DIR, sandboxPath: path.posix.dirname(SANDBOX_BOOTSTRAP), readOnly: true },
@@ -91,14 +150,7 @@ export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
       image: m.spec.runtime.image ?? o.defaultImage,
       imagePullPolicy: m.spec.runtime.image_pull_policy,
       command: ['node', SANDBOX_BOOTSTRAP],
-      env: {
-        ...m.spec.env,
-        ORCH_AGENT_ID: o.agentId,
-        ORCH_EXECUTION_ID: o.executionId,
-        ORCH_MODEL_ALIAS: m.spec.runtime.model,
-        ORCH_ORCHESTRATOR_URL: `unix:${SANDBOX_RUN_DIR}/gateway.sock`,
-        HOME: WORKSPACE,
-      },
+      env: { ...sandboxEnv(o), ORCH_ORCHESTRATOR_URL: `unix:${SANDBOX_RUN_DIR}/gateway.sock` },
       // Not in env: process isolation would put it on bwrap's command line, which a host `ps` shows to every user.
       ...(proof ? { secretEnv: { [SEAL_CONTAINER_ID_ENV]: proof.containerId } } : {}),
       mounts,
@@ -113,6 +165,7 @@ export async function startSandbox(o: SandboxOptions): Promise<Sandbox> {
     return {
       handle,
       gateway,
+      direct: false,
       runtime: o.runtime,
       ...(proof ? { attestationSecretSha256: proof.sha256 } : {}),
       stop: async () => {

@@ -74,7 +74,12 @@ export interface ProcessRuntimeOptions extends RuntimeOptions {
 
 interface Tracked {
   id: string;
-  child: SandboxProcess;
+  /** The main process; absent for an idle sandbox (SandboxSpec.idle). */
+  child: SandboxProcess | undefined;
+  /** Commands running through exec(): stop() kills them with the sandbox. */
+  execs: Set<SandboxProcess>;
+  /** Ends an idle sandbox's `exited` (stop()). */
+  end?: (code: number) => void;
   labels: Record<string, string>;
   exited: Promise<number>;
   done: boolean;
@@ -163,6 +168,7 @@ interface Opened {
 
 export class ProcessRuntime implements ContainerRuntime {
   readonly kind = 'process' as const;
+  readonly idleSandboxes = true;
   private readonly log: Logger;
   private readonly opts: ProcessRuntimeOptions;
   private readonly tracked = new Map<string, Tracked>();
@@ -439,18 +445,19 @@ export class ProcessRuntime implements ContainerRuntime {
     const id = `process-${spec.executionId}`;
     const existing = this.tracked.get(id);
     if (existing && !existing.done) throw new Error(`sandbox ${id} is already running; stop it first`);
-    if (spec.command.length === 0) throw new Error('spec.command is empty');
+    if (spec.command.length === 0 && !spec.idle) throw new Error('spec.command is empty');
 
     const mounts = sandboxMounts(spec);
     this.checkMounts(mounts);
     const env = this.envOf(spec);
     const labels = sandboxLabels(spec, this.opts.nodeId);
+    if (spec.idle) return this.startIdle(id, spec, mounts, env, labels);
     const l = this.launch(spec, mounts, env);
     const { child, closed } = await this.open(l).catch((err: unknown) => {
       throw err instanceof SandboxUnavailableError ? err : new Error(`starting ${id}: ${(err as Error).message}`);
     });
     const tailBytes = this.opts.outputTailBytes ?? 64 * 1024;
-    const entry: Tracked = { id, child, labels, done: false, stdout: [], stderr: [], exited: undefined as never, spec, mounts, env };
+    const entry: Tracked = { id, child, execs: new Set(), labels, done: false, stdout: [], stderr: [], exited: undefined as never, spec, mounts, env };
     const keep = (buf: Buffer[], chunk: Buffer) => {
       buf.push(chunk);
       let total = buf.reduce((n, b) => n + b.length, 0);
@@ -468,6 +475,23 @@ export class ProcessRuntime implements ContainerRuntime {
     this.tracked.set(id, entry);
     this.log.info({ execution_id: spec.executionId, sandbox_id: id, pid: child.pid, bwrap: l.bwrap, network: spec.network },
       'sandbox process started');
+    return { id, exited: entry.exited };
+  }
+
+  /**
+   * An idle sandbox: nothing is spawned now, but everything a command of it needs is checked as for a start (bwrap
+   * can make sandboxes here, slirp4netns is there for one with network, the mounts and environment are valid), so a
+   * sandbox that cannot be made fails here, as a resident one would. Its commands run through exec().
+   */
+  private startIdle(id: string, spec: SandboxSpec, mounts: SandboxMount[], env: Record<string, string>, labels: Record<string, string>): SandboxHandle {
+    this.launch({ ...spec, command: ['true'] }, mounts, env);
+    const entry: Tracked = { id, child: undefined, execs: new Set(), labels, done: false, stdout: [], stderr: [], exited: undefined as never, spec: { ...spec, command: [] }, mounts, env };
+    entry.exited = new Promise<number>((resolve) => (entry.end = resolve)).then((code) => {
+      entry.done = true;
+      return code;
+    });
+    this.tracked.set(id, entry);
+    this.log.debug({ execution_id: spec.executionId, sandbox_id: id, network: spec.network }, 'idle sandbox ready');
     return { id, exited: entry.exited };
   }
 
@@ -491,6 +515,9 @@ export class ProcessRuntime implements ContainerRuntime {
       return output.result(-1, false, req.timeout_secs);
     }
     const { child, closed } = opened;
+    entry.execs.add(child);
+    // Stopped while it was being made: it goes with the sandbox.
+    if (entry.done) killGroup(child);
     return new Promise<SandboxExecResult>((resolve) => {
       let timedOut = false;
       const timer = setTimeout(() => {
@@ -498,11 +525,16 @@ export class ProcessRuntime implements ContainerRuntime {
         killGroup(child);
       }, Math.max(1, req.timeout_secs) * 1000);
       timer.unref();
+      const onAbort = (): void => killGroup(child);
+      req.signal?.addEventListener('abort', onAbort, { once: true });
+      if (req.signal?.aborted) onAbort();
       child.stdout?.on('data', output.stdout);
       child.stderr?.on('data', output.stderr);
       // never-rejects: `closed` only ever resolves (on the child's 'close').
       void closed.then(({ code, signal }) => {
         clearTimeout(timer);
+        req.signal?.removeEventListener('abort', onAbort);
+        entry.execs.delete(child);
         resolve(output.result(exitCodeOf(code, signal), timedOut, req.timeout_secs));
       });
     });
@@ -553,7 +585,11 @@ export class ProcessRuntime implements ContainerRuntime {
   async stop(id: string): Promise<void> {
     const entry = this.tracked.get(id);
     if (!entry) return;
-    if (!entry.done && entry.child.pid !== undefined) {
+    for (const c of entry.execs) killGroup(c);
+    if (!entry.child) {
+      entry.end?.(137);
+      await entry.exited;
+    } else if (!entry.done && entry.child.pid !== undefined) {
       try {
         process.kill(-entry.child.pid, 'SIGKILL');
       } catch (err) {

@@ -49,6 +49,10 @@ export interface SandboxSpec {
   memoryBytes?: number;
   /** Labels put on the container so that recovery can find orphans (docker); process runtime keeps them in memory. */
   labels: Record<string, string>;
+  /** No main process (process isolation, `ContainerRuntime.idleSandboxes`): the sandbox is its spec — mounts,
+   * environment, network, user — and every command (exec) runs in a fresh bubblewrap sandbox made from it, with
+   * namespaces of its own; nothing runs between commands. `command` is ignored. */
+  idle?: boolean;
   /** Run as this unprivileged host uid/gid (tenant commands: System states). Process isolation spawns bubblewrap as
    * that user (an unprivileged user namespace), docker sets the container's User. Absent: the runtime's default
    * (agents: the orchestrator's user mapped into the sandbox). */
@@ -135,6 +139,8 @@ export interface SandboxExecRequest {
   timeout_secs: number;
   /** Combined stdout + stderr ceiling; more is tail-trimmed and flagged `truncated`. */
   max_output_bytes: number;
+  /** Aborting kills the command at once (its result then has the exit code of SIGKILL). */
+  signal?: AbortSignal;
 }
 
 export interface SandboxExecResult {
@@ -149,6 +155,9 @@ export interface SandboxExecResult {
 
 export interface ContainerRuntime {
   readonly kind: 'docker' | 'process';
+  /** The runtime can start idle sandboxes (SandboxSpec.idle): an execution then needs no resident bootstrap, its
+   * commands run through exec() (process isolation: each in a fresh bubblewrap sandbox). */
+  readonly idleSandboxes?: boolean;
   start(spec: SandboxSpec): Promise<SandboxHandle>;
   /** Kills at once (SIGKILL, no grace) and removes; idempotent; resolves when it is gone. */
   stop(id: string): Promise<void>;
