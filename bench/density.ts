@@ -120,8 +120,11 @@ async function rollup(pid: number): Promise<{ pss: number; rss: number; uss: num
 
 /** The sandboxes under the node: its child processes (each sandbox is started detached: its own process group). */
 async function sandboxMemory(nodePid: number): Promise<{ sandboxes: number; processes: number; pssKb: number; rssKb: number; ussKb: number }> {
-  const procs = descendants(await processTable(), nodePid);
-  const groups = new Set(procs.map((p) => p.pgrp).filter((g) => g !== nodePid));
+  const table = await processTable();
+  const procs = descendants(table, nodePid);
+  // The node's own group (its helpers: the sandbox spawner) is not a sandbox; each sandbox is a group of its own.
+  const own = table.find((p) => p.pid === nodePid)?.pgrp;
+  const groups = new Set(procs.map((p) => p.pgrp).filter((g) => g !== nodePid && g !== own));
   let pssKb = 0;
   let rssKb = 0;
   let ussKb = 0;
