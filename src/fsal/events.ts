@@ -3,6 +3,7 @@
 // back by the logs query below (tenant-scoped) or by a late bus subscriber through StorageHistory.
 import { randomUUID } from 'node:crypto';
 import type { BusEvent, EventBus, HistorySource } from '../bus/bus.ts';
+import { DependencyUnavailable } from '../errors/outage.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import { SerializationConflict } from '../storage/retry.ts';
 
@@ -169,68 +170,106 @@ export class StorageHistory implements HistorySource {
   }
 }
 
+interface Pending {
+  ev: NewStorageEvent;
+  /** Settled once: at the commit, or UNAVAILABLE when maxWaitMs passed first (the event stays queued). */
+  settle: (err?: unknown) => void;
+}
+
 /**
- * StorageEvents batched and committed together: the FSAL hands each call's event here and answers the call; the
- * batch is committed within `maxDelayMs` (or at `maxBatch` events) as one INSERT per volume in one transaction, then
- * published in seq order. One committed transaction per call was most of a small call's time (docs/BENCHMARKS.md,
- * "FSAL and FUSE mounts"). What a crash can lose is the last `maxDelayMs` of events, of operations already done — as
- * before, when the event was written after its operation. A failed commit is retried with capped backoff (the events
- * stay queued, in order); past `maxQueued` events, callers wait for the queue to drain (backpressure, not loss).
+ * Group commit of StorageEvents: an FSAL call is answered only once its event is committed, and the events of
+ * concurrent calls share one transaction (one INSERT per volume). A commit starts as soon as none is in flight
+ * (gathering what arrived in the same event-loop turn); events that arrive while one is in flight go in the next —
+ * there is no timer window. A committed transaction per call was most of a small call's time (docs/BENCHMARKS.md,
+ * "FSAL and FUSE mounts"); a sequential caller still pays one commit per call, concurrent callers share them.
+ *
+ * A failed commit is retried with capped backoff, the events staying queued in order. A caller waits through the
+ * retries up to `maxWaitMs` (default 5 s, under the FUSE client's 10 s deadline) and is then refused UNAVAILABLE
+ * (DependencyUnavailable), as any FSAL call that meets a database outage; its event stays queued and is committed
+ * when the database returns. No caller is told success before its event is committed. Past `maxQueued` queued
+ * events (a long outage) `admit()` refuses new calls before they act.
  */
 export class StorageEventBatcher {
-  private queue: NewStorageEvent[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private queue: Pending[] = [];
+  private scheduled = false;
   private flushing: Promise<void> | undefined;
-  private waiters: (() => void)[] = [];
+  /** Publishing after commits, chained so the bus sees each volume's events in seq order. */
+  private publishing: Promise<void> = Promise.resolve();
   private failures = 0;
+  private lastError: unknown;
   private closed = false;
 
   constructor(
     private readonly db: Db,
     private readonly bus: EventBus | undefined,
     private readonly log: { error: (o: object, m: string) => void; warn: (o: object, m: string) => void },
-    private readonly opts: { maxDelayMs?: number; maxBatch?: number; maxQueued?: number } = {},
+    private readonly opts: { maxWaitMs?: number; maxBatch?: number; maxQueued?: number } = {},
   ) {}
 
-  /** Queues the event; resolves at once unless the queue is over maxQueued (then when it has drained below). */
-  async add(ev: NewStorageEvent): Promise<void> {
-    this.queue.push(ev);
-    if (this.closed) this.log.warn({ volume: ev.volume_id }, 'storage event after close; committing it anyway');
-    if (this.queue.length >= (this.opts.maxBatch ?? 500)) this.kick(0);
-    else this.kick(this.opts.maxDelayMs ?? 10);
-    if (this.queue.length > (this.opts.maxQueued ?? 20_000)) await new Promise<void>((resolve) => this.waiters.push(resolve));
+  /** Throws UNAVAILABLE when the queue is full (the database has been failing): a call must not act then. */
+  admit(): void {
+    if (this.queue.length >= (this.opts.maxQueued ?? 20_000)) throw this.unavailable(`${this.queue.length} storage events wait for the database`);
   }
 
-  /** Commits everything queued so far (tests, shutdown). */
+  /** Resolves once the event is committed; rejects UNAVAILABLE after maxWaitMs without a commit (it stays queued). */
+  add(ev: NewStorageEvent): Promise<void> {
+    if (this.closed) this.log.warn({ volume: ev.volume_id }, 'storage event after close; committing it anyway');
+    return new Promise<void>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      const settle = (err?: unknown): void => {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        if (err === undefined) resolve();
+        else reject(err);
+      };
+      const waitMs = this.opts.maxWaitMs ?? 5000;
+      if (Number.isFinite(waitMs)) {
+        timer = setTimeout(() => settle(this.unavailable(`the storage event was not committed within ${waitMs} ms`)), waitMs);
+        timer.unref();
+      }
+      this.queue.push({ ev, settle });
+      this.schedule();
+    });
+  }
+
+  /** Waits until everything queued so far is committed and published (tests, shutdown). */
   async flush(): Promise<void> {
     while (this.queue.length > 0 || this.flushing) {
-      if (this.flushing) await this.flushing.catch(() => undefined);
+      if (this.flushing) await this.flushing;
       else await this.commitOnce();
     }
+    await this.publishing;
   }
 
   /** Commits what is queued and stops; a database still failing after `withinMs` loses the rest (logged). */
   async close(withinMs = 10_000): Promise<void> {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), withinMs).unref()));
     const outcome = await Promise.race([this.flush().then(() => 'done' as const), gaveUp]);
     clearTimeout(timer);
     if (outcome === 'timeout') {
       this.log.error({ lost: this.queue.length }, 'storage events not committed at shutdown: the database kept failing');
-      this.queue = [];
+      for (const p of this.queue.splice(0)) p.settle(this.unavailable('shutting down before the storage event was committed'));
     }
   }
 
-  private kick(delayMs: number): void {
-    if (this.flushing || (this.timer && delayMs > 0)) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
+  private unavailable(why: string): DependencyUnavailable {
+    const last = this.lastError instanceof Error ? `; last error: ${this.lastError.message}` : '';
+    return new DependencyUnavailable('database', `database unavailable: ${why}${last}`, this.lastError === undefined ? undefined : { cause: this.lastError });
+  }
+
+  /** Starts a commit after this event-loop turn's events are in, unless one is in flight (it starts the next). */
+  private schedule(): void {
+    if (this.flushing || this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
       // never-rejects: commitOnce catches every failure of a commit, logs it and retries with backoff.
       void this.commitOnce();
-    }, delayMs);
+    });
   }
 
   private commitOnce(): Promise<void> {
@@ -241,30 +280,34 @@ export class StorageEventBatcher {
       try {
         const saved = await this.db.tx(async (tx) => {
           const byVolume = new Map<string, NewStorageEvent[]>();
-          for (const e of batch) byVolume.set(e.volume_id, [...(byVolume.get(e.volume_id) ?? []), e]);
+          for (const { ev } of batch) byVolume.set(ev.volume_id, [...(byVolume.get(ev.volume_id) ?? []), ev]);
           const out: StorageEvent[] = [];
           for (const evs of byVolume.values()) out.push(...(await appendStorageEvents(tx, evs)));
           return out;
         });
         this.queue.splice(0, batch.length);
         this.failures = 0;
-        if (this.bus) {
-          for (const e of saved) {
-            await this.bus.publish(toBusEvent(e)).catch((err: unknown) => this.log.warn({ err, volume: e.volume_id }, 'publishing a storage event failed (it is committed)'));
-          }
-        }
+        this.lastError = undefined;
+        for (const p of batch) p.settle();
+        if (this.bus) this.publishing = this.publishing.then(() => this.publish(saved));
       } catch (err) {
         this.failures += 1;
+        this.lastError = err;
         this.log.error({ err, queued: this.queue.length }, 'committing storage events failed; retrying');
         const wait = Math.min(5000, 50 * 2 ** Math.min(this.failures, 7));
         await new Promise((r) => setTimeout(r, wait).unref());
       } finally {
         this.flushing = undefined;
       }
-      if (this.queue.length <= (this.opts.maxQueued ?? 20_000)) for (const w of this.waiters.splice(0)) w();
-      if (this.queue.length > 0) this.kick(0);
+      if (this.queue.length > 0) void this.commitOnce();
     })();
     return this.flushing;
+  }
+
+  private async publish(saved: StorageEvent[]): Promise<void> {
+    for (const e of saved) {
+      await this.bus!.publish(toBusEvent(e)).catch((err: unknown) => this.log.warn({ err, volume: e.volume_id }, 'publishing a storage event failed (it is committed)'));
+    }
   }
 }
 

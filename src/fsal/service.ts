@@ -13,6 +13,7 @@
 //   6. reports owners squashed to the configured uid/gid;
 //   7. persists a StorageEvent with the outcome (allowed or refused) and publishes it on `storage:<volume_id>`.
 import { Errors, OrchError } from '../errors/catalog.ts';
+import { isOutage } from '../errors/outage.ts';
 import type { EventBus } from '../bus/bus.ts';
 import { getExecution, getTenantExecution, isTerminal, type ExecutionRow } from '../agents/execution/repo.ts';
 import type {
@@ -72,8 +73,11 @@ export interface FsalServiceOptions {
    * attribute cache); 0 decides on every call.
    */
   accessCacheMs?: number;
-  /** StorageEvents are committed in batches within this many ms (StorageEventBatcher). Default 10. */
-  eventBatchMs?: number;
+  /**
+   * How long a call waits for its StorageEvent's commit through a database outage before it is refused UNAVAILABLE
+   * (the event stays queued and is committed when the database returns). Default 5000, under the FUSE client's 10 s.
+   */
+  eventCommitWaitMs?: number;
 }
 
 /** Where an authorized call works. */
@@ -116,10 +120,10 @@ export class FsalService {
     this.log = opts.logger.child({ component: 'fsal' });
     this.squash = opts.squash ?? { uid: 65534, gid: 65534 };
     this.maxRead = opts.maxReadBytes ?? 2 * 1024 * 1024;
-    this.events = new StorageEventBatcher(this.db, this.bus, this.log, { maxDelayMs: opts.eventBatchMs ?? 10 });
+    this.events = new StorageEventBatcher(this.db, this.bus, this.log, { maxWaitMs: opts.eventCommitWaitMs ?? 5000 });
   }
 
-  /** Commits the StorageEvents of every call answered so far. */
+  /** Waits for the StorageEvents queued so far (every answered call's is already committed) and their publishing. */
   flushEvents(): Promise<void> {
     return this.events.flush();
   }
@@ -245,7 +249,9 @@ export class FsalService {
 
   /**
    * Authorizes, runs `body`, and records the StorageEvent of the outcome. `ev` lets the body add bytes/offset.
-   * Calls whose ids are not UUIDs are refused before anything can be recorded against them.
+   * Calls whose ids are not UUIDs are refused before anything can be recorded against them. A call is answered
+   * only once its event is committed (group commit, StorageEventBatcher); if the database does not take it in
+   * time the call is refused UNAVAILABLE, never answered success without its row.
    */
   private async run<T>(
     caller: FsalCaller,
@@ -259,6 +265,9 @@ export class FsalService {
     const ev: Partial<NewStorageEvent> = {};
     let tenantId = caller.tenantId;
     let shownPath = req.path;
+    let done: NewStorageEvent | undefined;
+    // Before anything acts: past its queue limit (a long database outage) a call is refused, and not recorded.
+    this.events.admit();
     try {
       const rel = normalizeFsalPath(req.path);
       shownPath = volPath(rel);
@@ -271,12 +280,16 @@ export class FsalService {
       const out = await body(access, rel, ev).catch((err: unknown) => {
         throw fromOsError(err, shownPath);
       });
-      await this.record({ ...ev, operation, volume_id: req.volume_id, execution_id: req.execution_id, tenant_id: tenantId, path: shownPath, status: 'OK' });
+      done = { ...ev, operation, volume_id: req.volume_id, execution_id: req.execution_id, tenant_id: tenantId, path: shownPath, status: 'OK' };
+      await this.events.add(done);
       return out;
     } catch (err) {
+      // The call's own event not committed in time: it stays queued (committed when the database returns), the call
+      // is refused UNAVAILABLE; no second event for the same call.
+      if (done) throw err;
       const status = statusName(err);
       if (status === 'INTERNAL') this.log.error({ err, operation, volume: req.volume_id }, 'FSAL operation failed');
-      await this.record({
+      const refusal = this.events.add({
         ...ev,
         bytes: 0,
         operation,
@@ -286,13 +299,13 @@ export class FsalService {
         path: shownPath,
         status,
         error: err instanceof OrchError ? err.message : 'internal error',
-      }).catch((e: unknown) => this.log.error({ err: e }, 'recording a refused FSAL operation failed'));
+      });
+      const logged = refusal.catch((e: unknown) => this.log.error({ err: e }, 'recording a refused FSAL operation failed'));
+      // A refusal did nothing; one caused by a database outage is answered at once (its event stays queued), any
+      // other waits for its event like a success.
+      if (!isOutage(err)) await logged;
       throw err;
     }
-  }
-
-  private async record(ev: NewStorageEvent): Promise<void> {
-    await this.events.add(ev);
   }
 
   /** authorize(), reused for accessCacheMs per (caller tenant, execution, volume). Refusals are never cached. */

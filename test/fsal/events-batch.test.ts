@@ -1,6 +1,6 @@
-// StorageEventBatcher: events answered at once and committed together, in order, one seq per event; a database
-// that fails keeps them queued and is retried (nothing lost, nothing doubled); close() on a database that keeps
-// failing gives up after its deadline instead of hanging the node's shutdown.
+// StorageEventBatcher: concurrent events committed together (group commit), in order, one seq per event, each add()
+// resolved after its commit; a database that fails keeps them queued and is retried (nothing lost, nothing
+// doubled); close() on a database that keeps failing gives up after its deadline instead of hanging the shutdown.
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
 import { MemoryBus } from '../../src/bus/memory.ts';
@@ -35,11 +35,11 @@ test('events are committed together in order, and a failing database only delays
   const seen: StorageEvent[] = [];
   await bus.subscribe(storageStream(vol), (e) => seen.push(e.payload as StorageEvent));
   const failures = { left: 2 };
-  const batcher = new StorageEventBatcher(failing(f.db, failures), bus, quiet, { maxDelayMs: 5 });
+  const batcher = new StorageEventBatcher(failing(f.db, failures), bus, quiet);
   const ev = (volume: string, i: number): NewStorageEvent => ({ volume_id: volume, tenant_id: TENANT, execution_id: randomUUID(), operation: 'write', path: `/f${i}`, offset: i, bytes: i, status: 'OK' });
-  for (let i = 1; i <= 30; i++) await batcher.add(ev(i % 3 === 0 ? other : vol, i));
+  await Promise.all(Array.from({ length: 30 }, (_, k) => batcher.add(ev((k + 1) % 3 === 0 ? other : vol, k + 1))));
+  t.is(failures.left, 0, 'the database failed twice first, and every add() waited for the commit');
   await batcher.flush();
-  t.is(failures.left, 0, 'the database failed twice first');
   const rows = await f.db.query<{ volume_id: string; seq: number; path: string; bytes: string }>('SELECT volume_id, seq, path, bytes FROM storage_events WHERE volume_id IN ($1, $2) ORDER BY volume_id, seq', [vol, other]);
   const of = (v: string) => rows.rows.filter((r) => r.volume_id === v);
   t.deepEqual(of(vol).map((r) => r.path), Array.from({ length: 30 }, (_, k) => k + 1).filter((i) => i % 3 !== 0).map((i) => `/f${i}`), 'in the order they were added');
@@ -56,9 +56,10 @@ test('events are committed together in order, and a failing database only delays
 test('close() on a database that keeps failing gives up after its deadline', async (t) => {
   const f = await fsalFixture();
   t.teardown(() => f.close());
-  const batcher = new StorageEventBatcher(failing(f.db, { left: 1_000_000 }), undefined, quiet, { maxDelayMs: 5 });
-  await batcher.add({ volume_id: await f.volume(), tenant_id: TENANT, execution_id: randomUUID(), operation: 'read', path: '/x', status: 'OK' });
+  const batcher = new StorageEventBatcher(failing(f.db, { left: 1_000_000 }), undefined, quiet);
+  const added = batcher.add({ volume_id: await f.volume(), tenant_id: TENANT, execution_id: randomUUID(), operation: 'read', path: '/x', status: 'OK' });
   const t0 = Date.now();
   await batcher.close(1000);
   t.true(Date.now() - t0 < 8000, `close returned after ${Date.now() - t0} ms`);
+  await t.throwsAsync(added, { message: /database unavailable/ }, 'the waiting caller is refused, not told success');
 });

@@ -278,8 +278,7 @@ test('one StorageEvent row per operation (allowed and refused), published on sto
     ['rmDir', { ...ids, path: 'd' }],
   ];
   for (const [rpc, req] of calls) await f.rpc(method(rpc), req);
-  // StorageEvents are committed in batches (within 10 ms); flush so the query sees every call's.
-  await f.fsal.flushEvents();
+  // Every answered call's StorageEvent is committed before its answer (group commit): no flush needed.
   const rows = await f.db.query<{ operation: string; status: string; bytes: string; path: string; new_path: string | null; seq: number }>(
     'SELECT operation, status, bytes, path, new_path, seq FROM storage_events WHERE volume_id = $1 ORDER BY seq',
     [vol],
@@ -302,6 +301,8 @@ test('one StorageEvent row per operation (allowed and refused), published on sto
   );
   t.deepEqual(rows.rows.map((r) => r.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
   t.is(rows.rows[8]!.new_path, '/d/g');
+  // Publishing on the bus follows the commit (and the answer): wait for it.
+  await f.fsal.flushEvents();
   t.is(seen.length, calls.length, 'each event was published on the bus');
   t.deepEqual(seen.map((e) => e.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
   const logs = await listStorageEvents(f.db, TENANT, { execution_id: exec, limit: 100 });
