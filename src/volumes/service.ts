@@ -744,13 +744,19 @@ export class VolumeService {
     throw await this.refusal(tenantId, id, shown, delta);
   }
 
-  /** Gives the unused rest of the volume's pool back to used_bytes (under the volume's mutex). */
+  /**
+   * Gives the unused rest of the volume's pool back to used_bytes (under the volume's mutex). The pool leaves the
+   * map only once the UPDATE is done: releaseReservations() (and get()) must see a release in flight — an idle
+   * timer's release that had already left the map let releaseReservations() return before its bytes were back.
+   * A failed UPDATE keeps the pool (its bytes are still counted in SQL) for the next release.
+   */
   private async releasePool(id: string): Promise<void> {
     const p = this.pools.get(id);
     if (!p) return;
-    this.pools.delete(id);
     if (p.timer) clearTimeout(p.timer);
+    p.timer = undefined;
     if (p.bytes > 0) await repo.adjustBytes(this.db, p.tenantId, id, -p.bytes);
+    if (this.pools.get(id) === p) this.pools.delete(id);
   }
 
   private async refusal(tenantId: string, id: string, shown: string, delta: number): Promise<OrchError> {
