@@ -3,6 +3,7 @@
 // CockroachDB has none, and the row works the same on all three engines.
 import { Errors, OrchError, RetryableError } from '../errors/catalog.ts';
 import type { Db, Queryable } from './db.ts';
+import { isSerializationFailure } from './retry.ts';
 
 export interface LockOptions {
   /** How long the lock is valid without renewal. Default 60 s. */
@@ -31,25 +32,34 @@ export async function ensureMigrationTables(db: Db): Promise<void> {
       return;
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      // 23505: duplicate pg_type row, 42P07: duplicate table: both mean the other node just created it.
-      if (attempt >= 5 || (code !== '23505' && code !== '42P07' && code !== '40001')) throw err;
+      // 23505: duplicate pg_type row, 42P07: duplicate table, 42710: duplicate object (the table's row type): each
+      // means the other node just created it.
+      if (attempt >= 5 || (code !== '23505' && code !== '42P07' && code !== '42710' && code !== '40001')) throw err;
       await new Promise((r) => setTimeout(r, 20 * attempt));
     }
   }
 }
 
 async function tryTake(db: Db, holder: string, ttlMs: number): Promise<boolean> {
-  return db.tx(async (tx) => {
-    const res = await tx.query(
-      `INSERT INTO migration_lock (id, holder, expires_at)
-       VALUES (1, $1, now() + ($2::INT * INTERVAL '1 millisecond'))
-       ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-       WHERE migration_lock.expires_at < now() OR migration_lock.holder = excluded.holder
-       RETURNING holder`,
-      [holder, Math.round(ttlMs)],
-    );
-    return res.rows.length === 1;
-  });
+  // A serialization failure is the migrating node committing its renewal of the row this statement waited on (once
+  // per migration): tx retries it, and when it still conflicts after its attempts the lock is simply not taken yet;
+  // the caller polls until its own deadline.
+  try {
+    return await db.tx(async (tx) => {
+      const res = await tx.query(
+        `INSERT INTO migration_lock (id, holder, expires_at)
+         VALUES (1, $1, now() + ($2::INT * INTERVAL '1 millisecond'))
+         ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+         WHERE migration_lock.expires_at < now() OR migration_lock.holder = excluded.holder
+         RETURNING holder`,
+        [holder, Math.round(ttlMs)],
+      );
+      return res.rows.length === 1;
+    });
+  } catch (err) {
+    if (isSerializationFailure(err) || isSerializationFailure((err as { cause?: unknown }).cause)) return false;
+    throw err;
+  }
 }
 
 /** Waits until `holder` has the lock, polling with jitter; fails with UNAVAILABLE after `waitMs`. */
