@@ -14,21 +14,13 @@ import { openDb } from '../src/storage/open.ts';
 import { WorkflowDefinitionService } from '../src/workflow/registry/service.ts';
 import { startOrchNode } from '../test/support/node-process.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
+import { HOOK_WORKFLOW } from './capacity/surfaces.ts';
 import { BackendCpu, procCpuMs } from './proc-cpu.ts';
 
 const SECRET = 'bench-webhook-secret';
 
-const WORKFLOW = `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: on-hook, version: 1.0.0 }
-spec:
-  initial_state: note
-  states:
-    note:
-      kind: System
-      command: 'update_blackboard {"n": "{{input.n}}"}'
-      transitions: []
-`;
+// The workflow the capacity bench's webhook surface drives too: one System state writing the hook's input.
+const WORKFLOW = HOOK_WORKFLOW;
 
 const CONFIG = `apiVersion: orch.dev/v1
 kind: NodeConfig
