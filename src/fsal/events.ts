@@ -299,6 +299,7 @@ export class StorageEventBatcher {
       } finally {
         this.flushing = undefined;
       }
+      // never-rejects: the commit's failures are caught above and retried; events that arrived meanwhile go next.
       if (this.queue.length > 0) void this.commitOnce();
     })();
     return this.flushing;
