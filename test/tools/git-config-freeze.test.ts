@@ -46,7 +46,10 @@ for (const sub of [['add', '--all'], ['status', '--porcelain']]) {
     t.regex(await readFile(path.join(repo, '.git', 'config'), 'utf8'), /filter "evil"/);
     t.false(existsSync(hostMark), 'the filter ran on the host');
     t.false(existsSync(repoMark), 'the filter ran');
-    // The attack is real: the same command by plain git, after the rewrite, runs the filter.
+    // The attack is real: the same command by plain git, after the rewrite, runs the filter. The file changes size
+    // first: the sandboxed `add` staged it, and git trusts a stat that matches the index (no clean, no filter) once
+    // the index is written a second or more after the file, which a loaded machine makes likely.
+    await writeFile(path.join(repo, 'a.txt'), 'three, longer\n');
     execFileSync('git', sub, { cwd: repo, env: ENV, stdio: 'pipe' });
     t.true(existsSync(repoMark));
   });
