@@ -175,6 +175,13 @@ export class FsalService {
       ev.offset = req.offset;
       const info = await this.statOf(a, rel);
       if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
+      // No bytes: nothing is written and the file is marked modified now. The seed's FsalService has no SetAttr, so
+      // this is what the FUSE mount's utimens (`touch`, tar, git's copy of a file's times) is made of; it is
+      // authorized and recorded as the write it is.
+      if (req.data.length === 0) {
+        ev.bytes = 0;
+        return { bytes_written: 0, attributes: this.attrs(await a.vols.touch(a.volume.tenant_id, a.volume.id, volPath(rel))) };
+      }
       // The VolumeService reserves the growth before writing: a write past the quota fails whole (ENOSPC).
       const res = await a.vols.writeAt(a.volume.tenant_id, a.volume.id, volPath(rel), req.offset, req.data);
       ev.bytes = res.bytes_written;

@@ -43,6 +43,9 @@ export interface FuseOperations {
   mkdir?: (path: string, mode: number, cb: Cb) => void;
   rmdir?: (path: string, cb: Cb) => void;
   chmod?: (path: string, mode: number, cb: Cb) => void;
+  chown?: (path: string, uid: number, gid: number, cb: Cb) => void;
+  /** Times in milliseconds since the epoch; libfuse 2.9 passes UTIME_NOW/UTIME_OMIT as 1,073 ms (tv_sec 0). */
+  utimens?: (path: string, atime: number, mtime: number, cb: Cb) => void;
 }
 
 export interface FuseOptions {

@@ -2,10 +2,14 @@
 // (ownership, filesystem policy, access mode, quota, squashing, StorageEvents) apply to everything a process in the
 // mount does. Paths from the kernel are absolute in the mount (`/a/b`), which the FSAL takes as volume-relative.
 //
-// Not provided, so the kernel answers ENOSYS: chown (owners are squashed by the FSAL), utimens (the FSAL has no
-// SetAttr; mtime is the last write's), symlinks, hard links, xattrs, statfs. chmod succeeds only to the mode a file
-// already has. truncate is made of Create (which
-// truncates to zero), Read and Write, because the protocol has no SetAttr either.
+// The seed's FsalService has no SetAttr, so the attribute changes are made of what it has:
+// - utimens (`touch`, tar, `cp -p`, git's copy of an object file's times) is a Write of no bytes, which the FSAL
+//   authorizes like any write (ownership, policy, read-only → EROFS), records, and answers by marking the file
+//   modified now. A requested time other than now is not kept: the file shows the time of the call. On a
+//   directory it is checked the same way and changes nothing (a directory's mtime is its last entry change).
+// - chmod and chown succeed only to the mode or owner a file already shows (owners are squashed), else EPERM.
+// - truncate is made of Create (which truncates to zero), Read and Write.
+// Not provided, so the kernel answers ENOSYS: symlinks, hard links, xattrs, statfs.
 import { constants as os } from 'node:os';
 import type { FileAttributes } from '../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../logging/logger.ts';
@@ -14,6 +18,7 @@ import { errnoFor, type FsalRemote } from './fsal-client.ts';
 
 /** Largest Write sent in one FSAL call, and the size of a write-behind buffer. */
 const CHUNK = 1024 * 1024;
+const EMPTY = Buffer.alloc(0);
 /**
  * Read-ahead per open file: the kernel reads in 128 KiB requests; one FSAL Read of 2 MiB (the FSAL's largest) serves
  * sixteen of them, and the next block is fetched while the current one is served. Blocks are kept for that open file
@@ -391,6 +396,39 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
         async () => {
           const a = await getAttr(path);
           if ((a.mode & 0o7777) !== (mode & 0o7777)) throw Object.assign(new Error('modes cannot be changed'), { code: 'EPERM' });
+        },
+        cb,
+      );
+    },
+
+    chown(path, uid, gid, cb) {
+      run(
+        'chown',
+        path,
+        async () => {
+          const a = await getAttr(path);
+          // -1 (0xffffffff) leaves that id as it is.
+          const keeps = (want: number, has: number): boolean => want === 0xffffffff || want === -1 || want === has;
+          if (!keeps(uid, a.uid) || !keeps(gid, a.gid)) throw Object.assign(new Error('owners are squashed'), { code: 'EPERM' });
+        },
+        cb,
+      );
+    },
+
+    // A Write of no bytes: checked by the FSAL as a write and recorded; the file is marked modified now.
+    utimens(path, _atime, _mtime, cb) {
+      run(
+        'utimens',
+        path,
+        async () => {
+          await settle(path);
+          forget(path);
+          try {
+            await remote.write(path, 0, EMPTY);
+          } catch (err) {
+            // A directory passed every check (a read-only mount or the policy refuses before this); its time stays.
+            if (errnoFor(err) !== 'EISDIR') throw err;
+          }
         },
         cb,
       );

@@ -494,6 +494,27 @@ export class VolumeService {
     });
   }
 
+  /**
+   * Marks a regular file modified now, changing no byte and no quota (the FSAL's Write of no bytes, which is what a
+   * FUSE mount's utimens/`touch` is made of). CONFLICT for a directory or anything but a regular file.
+   */
+  async touch(tenantId: string, id: string, p: string): Promise<FileInfo> {
+    const { target } = await this.open(tenantId, id, p, 'write');
+    if (target.isRoot) throw new OrchError(Errors.CONFLICT, '/ is the volume root, a directory');
+    return this.fsOp(target.path, async () => {
+      const st = await lstat(target.host);
+      if (!st.isFile()) throw new OrchError(Errors.CONFLICT, `${target.path} is not a regular file`, { details: { code: st.isDirectory() ? 'EISDIR' : 'EINVAL' } });
+      const fh = await open(target.host, 'r+');
+      try {
+        const now = new Date();
+        await fh.utimes(now, now);
+        return fileInfo(target.path, await fh.stat());
+      } finally {
+        await fh.close();
+      }
+    });
+  }
+
   /** An empty file; `exclusive` refuses an existing path (CONFLICT), else an existing file is emptied. */
   async createFile(tenantId: string, id: string, p: string, opts: { exclusive?: boolean } = {}): Promise<FileInfo> {
     if (opts.exclusive) {

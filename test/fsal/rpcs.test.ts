@@ -3,7 +3,7 @@
 // volume, read-only mounts refusing writes, path escapes, quota (ENOSPC, nothing partially written), the other
 // status codes of docs/FSAL.md, and one StorageEvent row per operation.
 import test from 'ava';
-import { symlink, readFile } from 'node:fs/promises';
+import { readFile, stat, symlink, utimes } from 'node:fs/promises';
 import path from 'node:path';
 import { status, type MethodDefinition } from '@grpc/grpc-js';
 import { FsalServiceService as S } from '../../src/gen/orch/fsal/v1/fsal.js';
@@ -220,6 +220,32 @@ test('quota: a write past the limit is RESOURCE_EXHAUSTED (ENOSPC) and writes no
   // Overwriting inside the file needs no space.
   const inside = await f.rpc(S.write, { ...ids, path: 'f.bin', offset: 0, data: Buffer.alloc(60, 3) });
   t.is(inside.code, status.OK);
+});
+
+test('a Write of no bytes marks the file modified now and changes no byte or quota, even past the end (it reserved the gap before); read-only refuses it', async (t) => {
+  const { vol, ids } = await setup({ limit: 10_000 });
+  await f.volumes.writeFile(TENANT, vol, '/a.txt', '0123456789');
+  const host = await f.volumes.hostPath(TENANT, vol);
+  const longAgo = new Date('2001-02-03T04:05:06Z');
+  await utimes(path.join(host, 'a.txt'), longAgo, longAgo);
+  const before = Date.now() - 1000;
+  const out = await f.rpc(S.write, { ...ids, path: 'a.txt', offset: 5000, data: Buffer.alloc(0) });
+  t.is(out.code, status.OK, out.details);
+  t.is(out.messages[0]!.bytes_written, 0);
+  t.is(out.messages[0]!.attributes!.size, 10);
+  t.true(Number(out.messages[0]!.attributes!.mtime_unix_ms) >= before, 'marked modified now');
+  t.true((await stat(path.join(host, 'a.txt'))).mtimeMs >= before);
+  t.is(String(await readFile(path.join(host, 'a.txt'))), '0123456789');
+  t.is((await f.volumes.quota(TENANT, vol)).used_bytes, 10, 'no quota taken for a gap nothing was written into');
+  await f.volumes.mkdir(TENANT, vol, '/d');
+  const dir = await f.rpc(S.write, { ...ids, path: 'd', offset: 0, data: Buffer.alloc(0) });
+  t.is(dir.code, status.FAILED_PRECONDITION);
+
+  const ro = await setup({ mode: 'read-only' });
+  await f.volumes.writeFile(TENANT, ro.vol, '/a.txt', 'seed');
+  const refused = await f.rpc(S.write, { ...ro.ids, path: 'a.txt', offset: 0, data: Buffer.alloc(0) });
+  t.is(refused.code, status.PERMISSION_DENIED);
+  t.regex(refused.details, /read-only/);
 });
 
 test('ALREADY_EXISTS and FAILED_PRECONDITION cases', async (t) => {

@@ -6,7 +6,7 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { credentials, status } from '@grpc/grpc-js';
@@ -217,4 +217,66 @@ test('real tools through the mount: git clone and npm ci of a packed dependency;
   t.regex(modes.stderr, /Operation not permitted/);
   t.is((await f.volumes.get(TENANT, vol)).used_bytes, (await treeSize(await f.volumes.hostPath(TENANT, vol))).bytes, 'the quota is what is on disk');
   t.is((await call(client, M.unmount, { execution_id: exec, volume_id: vol })).code, status.OK);
+});
+
+test('touch and utimens through the mount: the file is marked modified now (a Write of no bytes, checked and recorded); git clone --no-hardlinks of a local path works; a read-only mount refuses touch (EROFS)', async (t) => {
+  const exec = await f.execution();
+  const vol = await f.volume({ limit: 64 * 1024 * 1024 });
+  await f.grant(exec, vol, 'read-write', '/workspace');
+  const ro = await f.volume();
+  await f.volumes.writeFile(TENANT, ro, '/seed.txt', 'seed\n');
+  await f.grant(exec, ro, 'read-only');
+  const m = await call(client, M.mount, { execution_id: exec, volume_id: vol, tenant_id: TENANT });
+  t.is(m.code, status.OK, m.details);
+  const mnt = m.messages[0]!.mount_path;
+
+  // An old file (its time set on the host disk, which the test may touch) is marked modified now by `touch`.
+  await f.volumes.writeFile(TENANT, vol, '/old.txt', 'old\n');
+  const host = await f.volumes.hostPath(TENANT, vol);
+  const longAgo = new Date('2001-02-03T04:05:06Z');
+  await utimes(path.join(host, 'old.txt'), longAgo, longAgo);
+  const before = Date.now() - 2000;
+  const touched = await sh(`cd ${mnt} && touch old.txt && touch new.txt && stat -c %s new.txt && cat old.txt`);
+  t.is(touched.code, 0, touched.stderr);
+  t.is(touched.stdout, '0\nold\n', 'touch creates an empty file and leaves an existing one whole');
+  t.true((await stat(path.join(host, 'old.txt'))).mtimeMs >= before, 'the touched file is marked modified now');
+  const seen = await sh(`stat -c %Y ${mnt}/old.txt`);
+  t.true(Number(seen.stdout) * 1000 >= before, 'the mount shows the new time');
+  // A directory's times are not kept by the FSAL: utimens on one is checked and changes nothing.
+  t.is((await sh(`mkdir ${mnt}/d && touch ${mnt}/d`)).code, 0);
+
+  // git copies a local repository's object files and then their times (utime): ENOSYS made the clone fail.
+  const repo = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-repo-'));
+  t.teardown(() => rm(repo, { recursive: true, force: true }));
+  const made = await sh(`cd ${repo} && echo hi > README && git init -q && git add -A && git -c user.name=t -c user.email=t@orch.invalid commit -qm one`);
+  t.is(made.code, 0, made.stderr);
+  const clone = await sh(`git clone -q --no-hardlinks ${repo} ${mnt}/clone && cd ${mnt}/clone && git -c safe.directory='*' log --oneline | wc -l && cat README`);
+  t.is(clone.code, 0, clone.stderr);
+  t.is(clone.stdout, '1\nhi\n');
+  // tar sets every extracted file's time; it exits 2 when it cannot. (Owners are squashed: as root it must not try to
+  // keep them, which chown refuses with EPERM as NFS all_squash does.)
+  const tar = await sh(`cd ${repo} && tar cf ${repo}/t.tar README && cd ${mnt} && mkdir x && tar xf ${repo}/t.tar --no-same-owner -C x && cat x/README`);
+  t.is(tar.code, 0, tar.stderr);
+  t.is(tar.stdout, 'hi\n');
+
+  // The touch went through the FSAL as a Write of no bytes: checked like any write, and recorded.
+  await f.fsal.flushEvents();
+  const ev = await f.db.query<{ n: string }>(
+    `SELECT COUNT(*) AS n FROM storage_events WHERE volume_id = $1 AND operation = 'write' AND path = '/old.txt' AND bytes = 0 AND status = 'OK'`,
+    [vol],
+  );
+  t.is(Number(ev.rows[0]!.n), 1, 'the touch of old.txt is a write event of 0 bytes');
+
+  const m2 = await call(client, M.mount, { execution_id: exec, volume_id: ro, tenant_id: TENANT });
+  t.is(m2.code, status.OK, m2.details);
+  const roPath = m2.messages[0]!.mount_path;
+  const seedTime = (await stat(path.join(await f.volumes.hostPath(TENANT, ro), 'seed.txt'))).mtimeMs;
+  const refused = await sh(`touch ${roPath}/seed.txt`);
+  t.not(refused.code, 0);
+  t.regex(refused.stderr, /Read-only file system/);
+  t.is((await stat(path.join(await f.volumes.hostPath(TENANT, ro), 'seed.txt'))).mtimeMs, seedTime, 'the read-only file is untouched');
+
+  t.is((await f.volumes.get(TENANT, vol)).used_bytes, (await treeSize(host)).bytes, 'the quota is what is on disk');
+  t.is((await call(client, M.unmount, { execution_id: exec, volume_id: vol })).code, status.OK);
+  t.is((await call(client, M.unmount, { execution_id: exec, volume_id: ro })).code, status.OK);
 });

@@ -122,6 +122,10 @@ export interface WriteRequest {
   /** An existing regular file (Create makes new ones). */
   path: string;
   offset: number;
+  /**
+   * Empty: nothing is written and the file is marked modified now (`offset` is ignored). FsalService has no
+   * SetAttr; this is what a FUSE mount's utimens (touch) is made of.
+   */
   data: Buffer;
 }
 
