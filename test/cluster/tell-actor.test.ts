@@ -25,7 +25,14 @@ const logger = silentLogger();
 async function node(t: ExecutionContext, db: Db, id: string) {
   const authority = new ClusterAuthority({ db, logger, selfId: id });
   const key = generateNodeKey();
-  const post = new ActorPost({ db, nodeId: id, logger, credentials: () => authority.selfCredentials(id, 'controller', key), retryForMs: 4000 });
+  const post = new ActorPost({
+    db, nodeId: id, logger, credentials: () => authority.selfCredentials(id, 'controller', key),
+    // Generous bounds: the takeover below is a timer and an UPDATE that a loaded machine can delay by seconds, and a
+    // call that outlives callTimeoutMs is sent again (a wake is at-least-once: it only makes the holder re-read its
+    // row, so a second copy is harmless). The tests count deliveries, so no call may time out on a slow machine.
+    retryForMs: 20_000,
+    callTimeoutMs: 20_000,
+  });
   const held = new Set<string>();
   const got: string[] = [];
   post.register('workflow', async (k, msg) => {

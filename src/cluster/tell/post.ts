@@ -4,6 +4,9 @@
 // so the message is only a wake-up: when the holder cannot be reached or answers that it no longer holds the actor,
 // the lease is read again and the message follows the new holder, with a capped backoff, for a short window; past it
 // (or when nobody holds the row) the fact is read by whoever recovers the row next, or by the slow poll.
+// Delivery is at-least-once: a call that outlives its timeout is sent again though the holder may have had it, which
+// is harmless because a message never carries the fact, only the cue to re-read the row (a cancel's request is
+// committed first too, so a second cancel finds it already handled).
 import type { Logger } from '../../logging/logger.ts';
 import type { Queryable } from '../../storage/db.ts';
 import type { LocalDelivery, Teller, TellKind, TellMessage, TellOutcome } from '../../actors/tell.ts';
