@@ -1,7 +1,6 @@
 // Executions over HTTP (seed 000 and CONTRACT.md): start, list, detail, cancel, remove, logs, and the live event
 // stream as Server-Sent Events. All of it is ExecutionService; this file only translates.
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { BusEvent } from '../../bus/bus.ts';
+import type { FastifyInstance } from 'fastify';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import { toJsonEvent } from '../../agents/execution/events.ts';
 import { ExecutionService } from '../../agents/execution/service.ts';
@@ -9,6 +8,7 @@ import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
 import { preferWaitSeconds } from './prefer.ts';
 import { ExecutionListQuery, IdParams, PageQuery } from './route-schemas.ts';
+import { resumeFrom, streamSse } from './sse.ts';
 
 interface StartBody {
   agent_id?: unknown;
@@ -28,43 +28,6 @@ function contextOf(body: StartBody | undefined): string | undefined {
   const c = body?.context_json ?? body?.context_overrides;
   if (c === undefined || c === null) return undefined;
   return typeof c === 'string' ? c : JSON.stringify(c);
-}
-
-/**
- * Streams the execution's events as SSE until the terminal event or the client leaves; with `follow` false, only
- * the events recorded when the request came (`orch execution logs` without --follow), then the stream ends.
- */
-async function streamSse(service: ExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId: string | undefined, follow: boolean): Promise<void> {
-  const from = lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) + 1 : 1;
-  // Validate (404/400) before the 200 goes out.
-  await service.get(tenant, id);
-  const until = follow ? Number.POSITIVE_INFINITY : await service.lastSeq(tenant, id);
-  let ended = false;
-  const raw = reply.raw;
-  let finish: () => void = () => undefined;
-  const done = new Promise<void>((resolve) => (finish = resolve));
-  const write = (e: BusEvent): void => {
-    if (ended) return;
-    raw.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(toJsonEvent(e))}\n\n`);
-    if (ExecutionService.isTerminalEvent(e) || e.seq >= until) {
-      ended = true;
-      finish();
-    }
-  };
-  reply.hijack();
-  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-  raw.write(': stream of execution events\n\n');
-  if (until < from) {
-    ended = true;
-    finish();
-  }
-  const sub = await service.follow(tenant, id, write, from);
-  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
-  raw.on('close', () => finish());
-  await done;
-  clearInterval(keepAlive);
-  await sub.close();
-  raw.end();
 }
 
 export function registerExecutionRoutes(app: FastifyInstance, executions: ExecutionService): void {
@@ -125,9 +88,20 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
   app.get<{ Params: { id: string } }>('/v1/executions/:id/timeline', async (request) => executions.timeline(principalOf(request).tenantId, request.params.id));
 
   app.get<{ Params: { id: string }; Querystring: { follow?: string } }>('/v1/executions/:id/stream', async (request, reply) => {
-    const last = request.headers['last-event-id'];
     const follow = request.query.follow;
     if (follow !== undefined && follow !== 'true' && follow !== 'false') throw new OrchError(Errors.BAD_REQUEST, 'follow must be true or false');
-    await streamSse(executions, principalOf(request).tenantId, request.params.id, reply, Array.isArray(last) ? last[0] : last, follow !== 'false');
+    const tenant = principalOf(request).tenantId;
+    const id = request.params.id;
+    const from = resumeFrom(request.headers['last-event-id']);
+    // 404/400 before the 200 goes out. Without follow: only the events recorded when the request came
+    // (`orch execution logs` without --follow), then the stream ends.
+    await executions.get(tenant, id);
+    const until = follow === 'false' ? await executions.lastSeq(tenant, id) : Number.POSITIVE_INFINITY;
+    await streamSse(reply, {
+      what: 'execution events',
+      follow: (seq, deliver) => executions.follow(tenant, id, deliver, seq),
+      data: toJsonEvent,
+      isLast: (e) => ExecutionService.isTerminalEvent(e) || e.seq >= until,
+    }, from, until < from);
   });
 }

@@ -1,55 +1,19 @@
 // Workflow runs over HTTP (seed 000 and CONTRACT.md): run, list, detail, signal, cancel, remove, paged logs and the
 // live event stream as Server-Sent Events. All of it is WorkflowExecutionService; this file only translates.
 import { IdParams, PageQuery, WorkflowRunListQuery } from './route-schemas.ts';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { BusEvent } from '../../bus/bus.ts';
+import type { FastifyInstance } from 'fastify';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import { WorkflowExecutionService } from '../../workflow/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { preferWaitSeconds } from './prefer.ts';
 import { intParam } from './query-params.ts';
+import { resumeFrom, streamSse } from './sse.ts';
 
 interface RunBody {
   input?: unknown;
   intent?: unknown;
   blackboard?: unknown;
   version?: unknown;
-}
-
-async function streamSse(service: WorkflowExecutionService, tenant: string, id: string, reply: FastifyReply, lastEventId?: string): Promise<void> {
-  const from = lastEventId && /^\d+$/.test(lastEventId) ? Number(lastEventId) + 1 : 1;
-  let ended = false;
-  const raw = reply.raw;
-  let finish: () => void = () => undefined;
-  const done = new Promise<void>((resolve) => (finish = resolve));
-  // The 200 goes out with the first event or once the subscription is in place, whichever comes first: follow()
-  // validates (400/404) before it delivers anything, so a refusal is still a plain JSON error. One row read per
-  // stream (follow's), and for a run started here no history query (recent-events.ts).
-  let head = false;
-  const writeHead = (): void => {
-    if (head) return;
-    head = true;
-    reply.hijack();
-    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    raw.write(': stream of workflow events\n\n');
-  };
-  const write = (e: BusEvent): void => {
-    if (ended) return;
-    writeHead();
-    raw.write(`id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ [e.type]: e.payload })}\n\n`);
-    if (WorkflowExecutionService.isTerminalEvent(e)) {
-      ended = true;
-      finish();
-    }
-  };
-  const sub = await service.follow(tenant, id, write, from);
-  writeHead();
-  const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15_000);
-  raw.on('close', () => finish());
-  await done;
-  clearInterval(keepAlive);
-  await sub.close();
-  raw.end();
 }
 
 export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: WorkflowExecutionService): void {
@@ -128,7 +92,15 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
   });
 
   app.get<{ Params: { id: string } }>('/v1/workflows/executions/:id/stream', async (request, reply) => {
-    const last = request.headers['last-event-id'];
-    await streamSse(runs, principalOf(request).tenantId, request.params.id, reply, Array.isArray(last) ? last[0] : last);
+    const tenant = principalOf(request).tenantId;
+    const id = request.params.id;
+    // follow() validates (400/404) before it delivers anything: one row read per stream, and for a run started
+    // here no history query (recent-events.ts).
+    await streamSse(reply, {
+      what: 'workflow events',
+      follow: (seq, deliver) => runs.follow(tenant, id, deliver, seq),
+      data: (e) => ({ [e.type]: e.payload }),
+      isLast: (e) => WorkflowExecutionService.isTerminalEvent(e),
+    }, resumeFrom(request.headers['last-event-id']));
   });
 }
