@@ -5,7 +5,8 @@
 //
 // Reported: how many completed, executions/s (N / first POST to last completed_at), start-to-end p50/p99 (POST sent
 // to the row's completed_at), POST /v1/executions p50/p99, the node's CPU per execution (/proc/<pid>/stat over the
-// batch), `/health/live` p50/p99/max polled every 50 ms throughout, the node's RSS, and the sandboxes' memory: the
+// batch), `/health/live` p50/p99/max polled every 50 ms throughout (on the health port, the liveness thread, and on
+// the main HTTP port), the node's RSS, and the sandboxes' memory: the
 // processes under the node other than itself, grouped per sandbox (each bwrap process group), their PSS, RSS and USS
 // from /proc/<pid>/smaps_rollup at the moment the most sandboxes were alive.
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -41,7 +42,10 @@ export interface DensityFigures {
   sandboxCpuMsPerExecution: number;
   /** This process (the scripted model server, the HTTP client, the pollers) per execution. */
   benchCpuMsPerExecution: number;
+  /** `/health/live` on the health port (the liveness thread, http.health_port), polled every 50 ms. */
   healthLiveMs: { p50: number; p99: number; max: number; probes: number; failures: number };
+  /** The same probe on the main HTTP port (answered by the main event loop), polled alongside. */
+  mainPortLiveMs: { p50: number; p99: number; max: number; probes: number; failures: number };
   nodeRssMiB: { before: number; peak: number };
   sandboxes: { peakLive: number; processesPerSandbox: number; pssMiBPerSandbox: number; rssMiBPerSandbox: number; ussMiBPerSandbox: number };
   loadavg: string;
@@ -163,6 +167,7 @@ spec:
     DATABASE_URL: db.url,
     REDIS_URL: undefined,
     ORCH_FROM_SOURCE: undefined,
+    ORCH_HEALTH_PORT: '0',
     ...o.env,
   };
   if (o.cpuProfile) {
@@ -183,23 +188,30 @@ spec:
     await runBatch(1);
     const rssBefore = await statusKb(pid, 'VmRSS');
 
-    // /health/live every 50 ms, each probe bounded at 10 s, for the whole batch.
-    const health: number[] = [];
-    let healthFailures = 0;
-    const healthLoop = (async () => {
-      while (!stopHealth) {
-        const t = performance.now();
-        try {
-          const r = await fetch(`${base}/health/live`, { signal: AbortSignal.timeout(10_000) });
-          await r.arrayBuffer();
-          if (r.status !== 200) healthFailures++;
-        } catch {
-          healthFailures++;
+    // /health/live every 50 ms, each probe bounded at 10 s, for the whole batch: on the health port (the liveness
+    // thread) and on the main port (the event loop), side by side.
+    const healthUrl = node.banner.health;
+    const probeLoop = (url: string | undefined) => {
+      const ms: number[] = [];
+      let failures = 0;
+      const done = (async () => {
+        while (url && !stopHealth) {
+          const t = performance.now();
+          try {
+            const r = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+            await r.arrayBuffer();
+            if (r.status !== 200) failures++;
+          } catch {
+            failures++;
+          }
+          ms.push(performance.now() - t);
+          await new Promise((r) => setTimeout(r, 50));
         }
-        health.push(performance.now() - t);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    })();
+      })();
+      return { ms, failures: () => failures, done };
+    };
+    const threadProbe = probeLoop(healthUrl);
+    const mainProbe = probeLoop(`${base}/health/live`);
     // Memory and peak sandbox count, sampled every 500 ms.
     let rssPeak = rssBefore;
     let peak = { sandboxes: 0, processes: 0, pssKb: 0, rssKb: 0, ussKb: 0 };
@@ -224,7 +236,7 @@ spec:
     const benchCpu = process.cpuUsage(bench0);
     if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     stopHealth = true;
-    await Promise.all([healthLoop, memLoop]);
+    await Promise.all([threadProbe.done, mainProbe.done, memLoop]);
 
     return {
       count: o.count,
@@ -238,7 +250,8 @@ spec:
       nodeCpuMsPerExecution: Math.round(((cpu1 - cpu0) * 1000) / o.count),
       sandboxCpuMsPerExecution: Math.round(((child1 - child0) * 1000) / o.count),
       benchCpuMsPerExecution: Math.round((benchCpu.user + benchCpu.system) / 1000 / o.count),
-      healthLiveMs: { ...stats(health), probes: health.length, failures: healthFailures },
+      healthLiveMs: { ...stats(threadProbe.ms), probes: threadProbe.ms.length, failures: threadProbe.failures() },
+      mainPortLiveMs: { ...stats(mainProbe.ms), probes: mainProbe.ms.length, failures: mainProbe.failures() },
       nodeRssMiB: { before: mib(rssBefore), peak: mib(rssPeak) },
       sandboxes: {
         peakLive: peak.sandboxes,

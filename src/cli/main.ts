@@ -75,6 +75,7 @@ program
         `  HTTP          ${node.addresses.http}`,
         `  runtime gRPC  ${node.addresses.grpc}`,
         ...(node.addresses.cluster ? [`  cluster gRPC  ${node.addresses.cluster}`] : []),
+        ...(node.addresses.health ? [`  liveness      ${node.addresses.health}`] : []),
         `  database      ${node.db.kind}${node.db.kind === 'pglite' ? ` (${config.dataDir}/pglite)` : ''}`,
         `  event bus     ${node.bus.kind}`,
       ];

@@ -61,7 +61,12 @@ export function withDefaults(file: NodeConfigFile | undefined, ctx: DefaultsCont
       tags: s.node?.tags ?? [],
       ...(s.node?.grpc_address ? { grpc_address: s.node.grpc_address } : {}),
     },
-    http: { bind: s.http?.bind ?? DEFAULTS.httpBind, port: s.http?.port ?? DEFAULTS.httpPort },
+    http: {
+      bind: s.http?.bind ?? DEFAULTS.httpBind,
+      port: s.http?.port ?? DEFAULTS.httpPort,
+      ...(s.http?.health_port !== undefined ? { health_port: s.http.health_port } : {}),
+      ...(s.http?.live_stall_seconds !== undefined ? { live_stall_seconds: s.http.live_stall_seconds } : {}),
+    },
     grpc: { port: s.grpc?.port ?? DEFAULTS.grpcPort },
     grpc_auth: {
       enabled: s.grpc_auth?.enabled ?? true,

@@ -13,6 +13,7 @@ export interface ConfigOverrides {
   nodeId?: string;
   httpBind?: string;
   httpPort?: number;
+  healthPort?: number;
   grpcPort?: number;
   clusterGrpcPort?: number;
   /** host:port, or several separated by commas (spec.cluster.controller). */
@@ -64,6 +65,7 @@ export const SETTINGS: readonly Setting[] = [
   { env: 'ORCH_ROLE', override: 'role', parse: oneOf(NODE_ROLES), apply: (c, v) => (c.node.role = v as NodeRoleName) },
   { env: 'ORCH_HTTP_BIND', override: 'httpBind', parse: nonEmpty, apply: (c, v) => (c.http.bind = v as string) },
   { env: 'ORCH_HTTP_PORT', override: 'httpPort', parse: port, apply: (c, v) => (c.http.port = v as number) },
+  { env: 'ORCH_HEALTH_PORT', override: 'healthPort', parse: port, apply: (c, v) => (c.http.health_port = v as number) },
   { env: 'ORCH_GRPC_PORT', override: 'grpcPort', parse: port, apply: (c, v) => (c.grpc.port = v as number) },
   { env: 'ORCH_CLUSTER_GRPC_PORT', override: 'clusterGrpcPort', parse: port, apply: (c, v) => (c.cluster.cluster_grpc_port = v as number) },
   {

@@ -131,7 +131,9 @@ const Spec = Section({
     tags: Type.Array(nonEmpty()),
     grpc_address: hostPort(),
   }),
-  http: Section({ bind: nonEmpty(), port: PORT }),
+  // health_port: /health/live answered by a thread of its own (docs/CONFIG.md "Health port"); live_stall_seconds: how
+  // long the main event loop may stay silent before that answer turns 503.
+  http: Section({ bind: nonEmpty(), port: PORT, health_port: PORT, live_stall_seconds: seconds(0.2, 3600) }),
   grpc: Section({ port: PORT }),
   grpc_auth: Section({
     enabled: Type.Boolean(),

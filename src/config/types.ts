@@ -39,7 +39,9 @@ export interface NodeConfig {
   /** metadata.name */
   name: string;
   node: { id: string; role: NodeRoleName; tags: string[]; grpc_address?: string };
-  http: { bind: string; port: number };
+  /** health_port: where the liveness thread answers /health/live (absent: no such thread); live_stall_seconds: how
+   * long the main loop may be silent before it answers 503 (default DEFAULT_LIVE_STALL_SECONDS). */
+  http: { bind: string; port: number; health_port?: number; live_stall_seconds?: number };
   grpc: { port: number };
   grpc_auth: { enabled: boolean; exempt_methods: string[] };
   cluster: {

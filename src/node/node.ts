@@ -74,12 +74,16 @@ import { cortexHandlers } from '../gateway/grpc/cortex-handlers.ts';
 import { ManifestGenerator } from '../pipeline/generate.ts';
 import { IntentPipeline } from '../pipeline/intent.ts';
 import { CortexSearchIndex } from '../cortex/search.ts';
+import { startLivenessThread } from '../gateway/liveness/thread.ts';
+import { DEFAULT_LIVE_STALL_SECONDS } from '../gateway/liveness/defaults.ts';
 
 export interface NodeAddresses {
   http: string;
   grpc: string;
   /** Absent on a worker-only node, which serves no cluster API. */
   cluster?: string;
+  /** The liveness thread's /health/live (http.health_port); absent when not configured. */
+  health?: string;
 }
 
 export interface RunningNode {
@@ -372,6 +376,12 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
     await app.listen({ host: config.http.bind, port: config.http.port });
     cleanups.push(() => app.close());
     const httpPort = (app.server.address() as { port: number }).port;
+    // /health/live that the main loop's work cannot delay: a thread of its own on http.health_port.
+    const liveness =
+      config.http.health_port !== undefined
+        ? await startLivenessThread({ host: config.http.bind, port: config.http.health_port, stallMs: (config.http.live_stall_seconds ?? DEFAULT_LIVE_STALL_SECONDS) * 1000, logger: log })
+        : undefined;
+    if (liveness) cleanups.push(() => liveness.close());
 
     // FsalService: its StorageEvents are committed in batches; what is queued is committed at shutdown.
     const fsal = new FsalService({ db, volumes, bus, logger: log });
@@ -446,6 +456,7 @@ export async function startNode(config: NodeConfig, logger: Logger): Promise<Run
       http: `http://${config.http.bind}:${httpPort}`,
       grpc: `${config.http.bind}:${runtime.port}`,
       ...(clusterAddress ? { cluster: clusterAddress } : {}),
+      ...(liveness ? { health: `http://${config.http.bind}:${liveness.port}/health/live` } : {}),
     };
     log.info({ addresses, database: db.kind, bus: bus.kind }, 'node started');
 

@@ -14,6 +14,8 @@ export interface Banner {
   http: string;
   grpc: string;
   cluster?: string;
+  /** The liveness thread's /health/live, when the node has a health port (ORCH_HEALTH_PORT). */
+  health?: string;
   database: string;
   bus: string;
   dev_token?: string;

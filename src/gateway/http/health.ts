@@ -1,8 +1,9 @@
 // GET /health (seed 000: no auth, {"status":"ok"}), /health/live and /health/ready (ready only while the database
 // answers, Redis is connected when the node uses it, the node is not shutting down and its execution start queue is
 // not full). Readiness turns false during a dependency outage and true again once it is over, with no restart
-// (issue 20). Liveness answers from the event loop with no I/O at all: it says the process still turns its loop; its
-// latency under load is what the density bench measures (issue 24: heavy work is kept off the loop instead).
+// (issue 20). Liveness here answers from the main event loop with no I/O at all, so it waits behind whatever the loop
+// is doing; the probe that heavy work cannot delay is the liveness thread's, on http.health_port
+// (src/gateway/liveness/, issue 24).
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../../storage/db.ts';
