@@ -11,18 +11,21 @@ import { fsalFixture, TENANT } from './support.ts';
 const quiet = { error: () => undefined, warn: () => undefined };
 
 function failing(db: Db, failures: { left: number }): Db {
+  // A commit of storage events: a transaction (several volumes), or the standalone INSERT of one volume's events.
+  const commit = <T>(run: () => Promise<T>): Promise<T> => {
+    if (failures.left > 0) {
+      failures.left -= 1;
+      return Promise.reject(Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' }));
+    }
+    return run();
+  };
   return {
     kind: db.kind,
-    query: db.query.bind(db),
+    query: ((sql: string, params?: readonly unknown[], options?: unknown) =>
+      sql.trimStart().startsWith('INSERT INTO storage_events') ? commit(() => db.query(sql, params, options as never)) : db.query(sql, params, options as never)) as Db['query'],
     ping: db.ping.bind(db),
     close: db.close.bind(db),
-    tx: (fn) => {
-      if (failures.left > 0) {
-        failures.left -= 1;
-        return Promise.reject(Object.assign(new Error('connection refused'), { code: 'ECONNREFUSED' }));
-      }
-      return db.tx(fn);
-    },
+    tx: (fn) => commit(() => db.tx(fn)),
   };
 }
 

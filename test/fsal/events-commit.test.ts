@@ -11,21 +11,24 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { fsalFixture, TENANT, type FsalFixture } from './support.ts';
 
-/** `db` whose transactions fail while `failures.left > 0` (a connection-class error, as a down server gives). */
+/** `db` whose storage-event commits fail while `failures.left > 0` (a connection-class error, as a down server gives). */
 function failing(db: Db, failures: { left: number; calls: number }): Db {
+  // A commit of storage events: a transaction (several volumes), or the standalone INSERT of one volume's events.
+  const commit = <T>(run: () => Promise<T>): Promise<T> => {
+    failures.calls += 1;
+    if (failures.left > 0) {
+      failures.left -= 1;
+      return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+    }
+    return run();
+  };
   return {
     kind: db.kind,
-    query: db.query.bind(db),
+    query: ((sql: string, params?: readonly unknown[], options?: unknown) =>
+      sql.trimStart().startsWith('INSERT INTO storage_events') ? commit(() => db.query(sql, params, options as never)) : db.query(sql, params, options as never)) as Db['query'],
     ping: db.ping.bind(db),
     close: db.close.bind(db),
-    tx: (fn) => {
-      failures.calls += 1;
-      if (failures.left > 0) {
-        failures.left -= 1;
-        return Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
-      }
-      return db.tx(fn);
-    },
+    tx: (fn) => commit(() => db.tx(fn)),
   };
 }
 
