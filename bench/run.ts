@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -21,6 +21,7 @@ import { benchApiProfile } from './api-profile.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchSoak } from './soak.ts';
 import { benchPlanCost } from './plan-cost.ts';
+import { benchIdOrderWal } from './id-order-wal.ts';
 import { benchHotUpdates } from './hot-updates.ts';
 import { benchClusterHeartbeats } from './cluster-heartbeats.ts';
 import { benchEd25519Verify, benchServerFloor, type FloorServer } from './grpc-floor.ts';
@@ -294,6 +295,10 @@ if (what === 'soak') {
 if (what === 'plan-cost') {
   // Issue 23: the step writer's statement under each plan cache mode, server-side costs (in-process bench).
   await benchPlanCost(arg('steps', 4), arg('batches', 300), (l) => process.stdout.write(`${l}\n`));
+}
+if (what === 'id-order-wal') {
+  // Issue 23: WAL per run written into a large history, random (v4) against time-ordered (v7) ids (in-process).
+  await benchIdOrderWal(arg('history', 1_000_000), arg('rounds', 2), (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'hot-updates') {
   // Issue 23: the HOT share of updates with and without 022's fillfactor.
