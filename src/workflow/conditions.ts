@@ -8,8 +8,7 @@
 import type { StateOutcome } from './engine/runner-types.ts';
 import type { ConditionType, Transition } from './manifest/types.ts';
 import { atLeast, SCORE_EPSILON } from './consensus.ts';
-import { evaluateExpression } from './template/render.ts';
-import type { TemplateScope } from './template/scope.ts';
+import { evaluateExpression, type ScopeArg } from './template/render.ts';
 
 const YES = new Set(['yes', 'approve', 'approved', 'true']);
 const NO = new Set(['no', 'reject', 'rejected', 'false']);
@@ -26,7 +25,7 @@ function judgeScores(outcome: StateOutcome): { scores: number[]; threshold: numb
   return outcome.consensus ? { scores: outcome.consensus.scores, threshold: outcome.consensus.threshold } : undefined;
 }
 
-export function conditionMatches(t: Transition, outcome: StateOutcome, scope: TemplateScope): boolean {
+export function conditionMatches(t: Transition, outcome: StateOutcome, scope: ScopeArg): boolean {
   const { score, confidence, exit_code: exitCode } = outcome;
   // The parser fills an absent condition with 'always'; a transition built elsewhere may still omit it.
   const condition: ConditionType = (t.condition as ConditionType | undefined) ?? 'always';
@@ -94,6 +93,6 @@ export function conditionMatches(t: Transition, outcome: StateOutcome, scope: Te
 }
 
 /** The first transition whose condition matches, or undefined (no rule matched: the engine fails the run). */
-export function selectTransition(transitions: Transition[], outcome: StateOutcome, scope: TemplateScope): Transition | undefined {
+export function selectTransition(transitions: Transition[], outcome: StateOutcome, scope: ScopeArg): Transition | undefined {
   return transitions.find((t) => conditionMatches(t, outcome, scope));
 }

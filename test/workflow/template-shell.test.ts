@@ -63,3 +63,12 @@ test('a NUL byte in the template or in a value is refused (a shell command canno
   t.throws(() => renderShellTemplate('echo a\u0000b', scope({})), { message: /NUL byte/ });
   t.throws(() => renderShellTemplate('echo {{input.v}}', scope({ v: 'a\u0000b' })), { message: /NUL byte/ });
 });
+
+test('a command without a mustache is the script as written, with no values, and needs no scope', (t) => {
+  const noScope = (): TemplateScope => {
+    throw new Error('the scope was built for a literal command');
+  };
+  t.deepEqual(renderShellTemplate("update_blackboard {\"v0\": 0}", noScope), renderShellTemplate("update_blackboard {\"v0\": 0}{{!x}}", scope({})));
+  t.deepEqual(renderShellTemplate('echo "a b" > /tmp/x', noScope).env, {});
+  t.throws(() => renderShellTemplate('echo \u0000', noScope), { message: /NUL byte/ });
+});

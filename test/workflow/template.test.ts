@@ -1,6 +1,7 @@
 // Templates of seed 002: every template variable resolves from the scope, the helpers, conditionals and loops, no
 // HTML escaping, objects as JSON, and the missing-key placeholder (never empty, never an exception).
 import test from 'ava';
+import fc from 'fast-check';
 import { checkTemplate, renderTemplate } from '../../src/workflow/template/render.ts';
 import { buildScope, type TemplateScope } from '../../src/workflow/template/scope.ts';
 
@@ -161,4 +162,23 @@ test('the same template text renders against different scopes (compiled once, no
   const b = scope({ input: { repo: 'two' } });
   t.is(r('{{input.repo}}', a), 'one');
   t.is(r('{{input.repo}}', b), 'two');
+});
+
+test('text without a mustache is handed back as Handlebars renders it, and the scope is never built for it (property)', (t) => {
+  let built = 0;
+  const lazy = (): TemplateScope => {
+    built++;
+    return scope();
+  };
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary' }).filter((s) => !s.includes('{{') && !s.includes('\u0000')), (s) => {
+      // The same text after a comment (not standalone, so nothing is stripped) goes through Handlebars itself.
+      return renderTemplate(s, lazy) === s && r(`a{{!x}}${s}`) === `a${s}`;
+    }),
+    { numRuns: 500 },
+  );
+  t.is(built, 0);
+  t.regex(renderTemplate('x\u0000y', lazy), /^<template error: Lexical error/);
+  t.is(renderTemplate('{{input.repo}} and {{env}}', lazy), 'acme/app and prod');
+  t.is(built, 1);
 });

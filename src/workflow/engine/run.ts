@@ -198,7 +198,9 @@ export class WorkflowRun {
     if (this.signal.aborted) onRunAbort();
     else this.signal.addEventListener('abort', onRunAbort, { once: true });
     const signal = visitAbort.signal;
-    const scope = this.scope();
+    // Built on the first template that needs it (none for literal ones); the snapshot does not change during a visit.
+    let built: TemplateScope | undefined;
+    const scope = (): TemplateScope => (built ??= this.scope());
     const ctx: StateRunContext = {
       workflowExecutionId: this.row.id,
       tenantId: this.row.tenant_id,
@@ -365,7 +367,8 @@ export class WorkflowRun {
       await this.complete(events);
       return;
     }
-    const scope = this.scope();
+    let built: TemplateScope | undefined;
+    const scope = (): TemplateScope => (built ??= this.scope());
     const spec = this.row.manifest.spec;
     let t;
     try {

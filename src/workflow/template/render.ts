@@ -81,9 +81,22 @@ export function checkTemplate(template: string): string | undefined {
   }
 }
 
-export function renderTemplate(template: string, scope: TemplateScope): string {
+/**
+ * The scope, or a function that builds it: the engine passes the latter, so a step whose templates are all literal
+ * text (an `update_blackboard {...}` command, an unconditional transition) never builds one (a copy of the blackboard).
+ */
+export type ScopeArg = TemplateScope | (() => TemplateScope);
+
+const scopeOf = (s: ScopeArg): TemplateScope => (typeof s === 'function' ? s() : s);
+
+/** Text without an opening mustache has nothing to render: Handlebars would hand it back as it is (but for a NUL,
+ * which its lexer refuses: such text still goes through it and renders its template error). */
+const literal = (template: string): boolean => !template.includes('{{') && !template.includes('\u0000');
+
+export function renderTemplate(template: string, scope: ScopeArg): string {
+  if (literal(template)) return template;
   try {
-    return compile(template)(scope);
+    return compile(template)(scopeOf(scope));
   } catch (err) {
     return `<template error: ${message(err)}>`;
   }
@@ -94,12 +107,13 @@ export function renderTemplate(template: string, scope: TemplateScope): string {
  * ORCH_VALUE_<n> (./shell.ts: template values are data, never code). Throws when the template does not parse or a
  * NUL byte would reach the shell.
  */
-export function renderShellTemplate(template: string, scope: TemplateScope): ShellCommand {
+export function renderShellTemplate(template: string, scope: ScopeArg): ShellCommand {
   if (template.includes('\u0000')) throw new Error('the command contains a NUL byte');
   const values: string[] = [];
+  if (literal(template)) return shellCommandOf(template, values);
   let rendered: string;
   try {
-    rendered = compile(template, true)(scope, { data: { [SHELL_VALUES_KEY]: values } });
+    rendered = compile(template, true)(scopeOf(scope), { data: { [SHELL_VALUES_KEY]: values } });
   } catch (err) {
     throw new Error(`the command template does not render: ${message(err)}`);
   }
@@ -107,7 +121,7 @@ export function renderShellTemplate(template: string, scope: TemplateScope): She
 }
 
 /** The result of a custom condition with the reason it is false when it could not be evaluated. */
-export function evaluateExpressionDetailed(expression: string, scope: TemplateScope): { value: boolean; error?: string } {
+export function evaluateExpressionDetailed(expression: string, scope: ScopeArg): { value: boolean; error?: string } {
   const rendered = renderTemplate(expression, scope);
   return evaluateRenderedExpression(rendered);
 }
@@ -116,6 +130,6 @@ export function evaluateExpressionDetailed(expression: string, scope: TemplateSc
  * A `custom` condition: the expression is rendered first (`{{build.output.exit_code}} == 0` becomes `0 == 0`),
  * then evaluated by ./expression.ts. A malformed expression or a missing key is false, never an exception.
  */
-export function evaluateExpression(expression: string, scope: TemplateScope): boolean {
+export function evaluateExpression(expression: string, scope: ScopeArg): boolean {
   return evaluateExpressionDetailed(expression, scope).value;
 }
