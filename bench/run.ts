@@ -125,13 +125,21 @@ async function benchDb(): Promise<void> {
 
 /** `orch up` on a fresh data dir, no services: process spawn until the first `GET /health` answers 200. */
 async function benchStartup(): Promise<void> {
-  const f = await benchStartupPaths(Math.max(RUNS, 5));
-  report('orch --help, compiled dist/', f.helpDist, 'ms');
-  report('orch --help, sources through tsx', f.helpSource, 'ms');
+  // --against <checkout>: that checkout's `orch up` too, alternating with this one's; --up-only: only `orch up`.
+  const against = process.argv.find((a, i) => process.argv[i - 1] === '--against');
+  const upOnly = process.argv.includes('--up-only');
+  const f = await benchStartupPaths(Math.max(RUNS, 5), { ...(against ? { against } : {}), upOnly });
   const both = (name: string, samples: Sample[]): void => {
     report(name, samples.map((s) => s.ms), 'ms');
     report(`  the same, CPU (user + system)`, samples.map((s) => s.cpuMs), 'ms');
   };
+  if (against) both(`orch up to first /health 200, dist/ of ${against}`, f.upAgainst);
+  if (upOnly) {
+    both('orch up to first /health 200, compiled dist/ (this checkout)', f.upDist);
+    return;
+  }
+  report('orch --help, compiled dist/', f.helpDist, 'ms');
+  report('orch --help, sources through tsx', f.helpSource, 'ms');
   both('fresh PGlite to schema, migrations one by one', f.pgliteOneByOne);
   both('fresh PGlite to schema, from the schema template', f.pgliteSchemaTemplate);
   both('orch up to first /health 200, compiled dist/', f.upDist);

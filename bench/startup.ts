@@ -24,6 +24,8 @@ export interface StartupFigures {
   helpSource: number[];
   upDist: Sample[];
   upSource: Sample[];
+  /** `orch up` from another checkout's dist/ (--against), interleaved run by run with upDist. */
+  upAgainst: Sample[];
   pgliteOneByOne: Sample[];
   pgliteSchemaTemplate: Sample[];
 }
@@ -42,10 +44,11 @@ async function timeHelp(fromSource: boolean): Promise<number> {
   return performance.now() - started;
 }
 
-async function timeUp(fromSource: boolean): Promise<Sample> {
+async function timeUp(fromSource: boolean, bin = ORCH_BIN): Promise<Sample> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-up-'));
   const started = performance.now();
-  const node = await startOrchNode({ ORCH_DATA_DIR: dir, DATABASE_URL: undefined, REDIS_URL: undefined, DOCKER_HOST: undefined, ORCH_FROM_SOURCE: fromSource ? '1' : '' });
+  const env = { ORCH_DATA_DIR: dir, DATABASE_URL: undefined, REDIS_URL: undefined, DOCKER_HOST: undefined, ORCH_FROM_SOURCE: fromSource ? '1' : '' };
+  const node = await startOrchNode(env, [], 180_000, [], bin);
   try {
     const res = await fetch(`${node.banner.http}/health`);
     if (res.status !== 200) throw new Error(`/health answered ${res.status}`);
@@ -68,8 +71,23 @@ async function timePglite(mode: 'one-by-one' | 'schema-template'): Promise<Sampl
   }
 }
 
-export async function benchStartupPaths(runs: number): Promise<StartupFigures> {
-  const f: StartupFigures = { helpDist: [], helpSource: [], upDist: [], upSource: [], pgliteOneByOne: [], pgliteSchemaTemplate: [] };
+/**
+ * `against`: another checkout (its dist/ current and its PGlite templates primed), whose `orch up` is timed beside
+ * this one's, alternating run by run (a before/after figure from one run). `upOnly`: just the `orch up` figures.
+ */
+export async function benchStartupPaths(runs: number, opts: { against?: string; upOnly?: boolean } = {}): Promise<StartupFigures> {
+  const f: StartupFigures = { helpDist: [], helpSource: [], upDist: [], upSource: [], upAgainst: [], pgliteOneByOne: [], pgliteSchemaTemplate: [] };
+  if (opts.upOnly) {
+    const otherBin = opts.against ? path.join(path.resolve(opts.against), 'bin/orch.js') : undefined;
+    // One of each first, unrecorded: the OS file cache is warm for every recorded run.
+    await timeUp(false);
+    if (otherBin) await timeUp(false, otherBin);
+    for (let i = 0; i < runs; i++) {
+      if (otherBin) f.upAgainst.push(await timeUp(false, otherBin));
+      f.upDist.push(await timeUp(false));
+    }
+    return f;
+  }
   // One of each first, unrecorded: the templates and the OS file cache are warm for every recorded run.
   await timePglite('schema-template');
   await timeHelp(false);

@@ -4,7 +4,8 @@
 // Provider failures: a request the provider refuses as invalid (an unknown price id) is 400; anything else the
 // provider does (outage, bad credentials, rate limit, unreachable) is 502 with the provider's message.
 import { randomUUID } from 'node:crypto';
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
+import { lazyRequire } from '../util/lazy-require.ts';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
@@ -44,6 +45,9 @@ function isSeatPrice(p: Stripe.Price): boolean {
   return p.metadata?.kind === 'seat' || /seat/i.test(p.lookup_key ?? '');
 }
 
+/** Required only when a secret key is configured: the SDK is ~150 modules that an unbilled node never needs. */
+const loadStripe = lazyRequire<typeof Stripe>('stripe');
+
 export class BillingService {
   private readonly stripe: Stripe | undefined;
 
@@ -54,7 +58,8 @@ export class BillingService {
   ) {
     if (settings.stripe_secret_key) {
       const base = settings.api_url ? new URL(settings.api_url) : undefined;
-      this.stripe = new Stripe(settings.stripe_secret_key, {
+      const StripeSdk = loadStripe();
+      this.stripe = new StripeSdk(settings.stripe_secret_key, {
         ...(base
           ? {
               host: base.hostname,
@@ -84,10 +89,12 @@ export class BillingService {
     try {
       return await fn(s);
     } catch (err) {
-      if (err instanceof Stripe.errors.StripeInvalidRequestError) {
+      // client() succeeded, so the SDK is loaded.
+      const StripeSdk = loadStripe();
+      if (err instanceof StripeSdk.errors.StripeInvalidRequestError) {
         throw new OrchError(Errors.BAD_REQUEST, `payment provider refused ${what}: ${err.message}`, { cause: err });
       }
-      if (err instanceof Stripe.errors.StripeError) {
+      if (err instanceof StripeSdk.errors.StripeError) {
         this.logger.warn({ err: { type: err.type, message: err.message, statusCode: err.statusCode } }, `payment provider failed: ${what}`);
         throw new OrchError(Errors.BAD_GATEWAY, `payment provider error (${what}): ${err.message}`, { cause: err });
       }

@@ -51,8 +51,9 @@ program
     const config = loadConfig(opts.config, opts.role);
     const logger = createLogger({ level: config.log.level, destination: 2 });
     // Loaded here, not at the top: the client commands must not pay for loading the whole node (seconds of CPU).
-    const [{ startNode }, { startTelemetry, telemetryOptionsFromEnv }, { installProcessGuard }] = await Promise.all([
-      import('../node/node.ts'),
+    // The small modules first: the database and the authenticator begin (first-steps.ts) while the rest loads.
+    const [{ beginFirstSteps }, { startTelemetry, telemetryOptionsFromEnv }, { installProcessGuard }] = await Promise.all([
+      import('../node/first-steps.ts'),
       import('../observability/setup.ts'),
       import('../node/process-guard.ts'),
     ]);
@@ -61,7 +62,9 @@ program
     // Trace context always (trace ids in every request's log lines); spans exported over OTLP only when
     // OTEL_EXPORTER_OTLP_ENDPOINT (or ..._TRACES_ENDPOINT) is set. First, so the metrics get the same resource.
     const telemetry = startTelemetry(telemetryOptionsFromEnv(process.env, config.node.id));
-    const node = await startNode(config, logger);
+    const first = beginFirstSteps(config, logger);
+    const { startNode } = await import('../node/node.ts');
+    const node = await startNode(config, logger, first);
     const banner: Record<string, unknown> = { status: 'started', node_id: config.node.id, role: config.node.role, ...node.addresses, database: node.db.kind, bus: node.bus.kind };
     if (!config.auth) {
       const dev = await ensureDevIdentity(config.dataDir);

@@ -4,7 +4,8 @@
 // 3- to 5-grams of each word, and each quoted name as a whole, are hashed (FNV-1a, with a sign bit from a second hash to cancel collisions on
 // average) into a fixed-size vector, which is L2-normalised. Cosine similarity is then a dot product.
 // With `cortex.embedding.type: openai` an OpenAI-compatible /embeddings endpoint is used instead.
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { loadOpenAi } from '../agents/llm/sdks.ts';
 import type { CortexConfig } from '../config/types.ts';
 
 export interface EmbeddingProvider {
@@ -112,19 +113,24 @@ export class LocalEmbeddingProvider implements EmbeddingProvider {
 /** An OpenAI-compatible POST /embeddings endpoint through the official `openai` client. */
 export class OpenAiEmbeddingProvider implements EmbeddingProvider {
   readonly model: string;
-  private readonly client: OpenAI;
+  private client: Promise<OpenAI> | undefined;
 
-  constructor(opts: { endpoint?: string | undefined; apiKey?: string | undefined; model?: string | undefined; dimensions?: number | undefined }) {
+  constructor(private readonly opts: { endpoint?: string | undefined; apiKey?: string | undefined; model?: string | undefined; dimensions?: number | undefined }) {
     this.model = opts.model ?? 'text-embedding-3-small';
-    this.client = new OpenAI({ apiKey: opts.apiKey ?? 'unset', ...(opts.endpoint ? { baseURL: opts.endpoint } : {}), maxRetries: 2, timeout: 30_000 });
     this.dims = opts.dimensions;
+  }
+
+  /** Made on the first call: the SDK loads lazily (agents/llm/sdks.ts). */
+  private sdkClient(): Promise<OpenAI> {
+    const { apiKey, endpoint } = this.opts;
+    return (this.client ??= loadOpenAi().then((OpenAiSdk) => new OpenAiSdk({ apiKey: apiKey ?? 'unset', ...(endpoint ? { baseURL: endpoint } : {}), maxRetries: 2, timeout: 30_000 })));
   }
 
   private readonly dims: number | undefined;
 
   async embed(texts: string[]): Promise<number[][]> {
     if (texts.length === 0) return [];
-    const res = await this.client.embeddings.create({ model: this.model, input: texts, ...(this.dims ? { dimensions: this.dims } : {}) });
+    const res = await (await this.sdkClient()).embeddings.create({ model: this.model, input: texts, ...(this.dims ? { dimensions: this.dims } : {}) });
     const out = new Array<number[]>(texts.length);
     for (const d of res.data) out[d.index] = l2normalize(d.embedding);
     if (out.some((v) => v === undefined)) throw new Error('the embeddings endpoint answered fewer vectors than texts');

@@ -5,13 +5,11 @@
 // No sessions are needed because the catalog holds no per-client state and there are no server-initiated
 // messages; GET (a standalone SSE stream) and DELETE (session end) therefore answer 405.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, InitializeRequestSchema, ListToolsRequestSchema, PingRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../auth/principal.ts';
 import { principalOf } from '../gateway/http/auth-hook.ts';
 import { contextForPrincipal } from '../tools/policy.ts';
 import type { SecurityContext, ToolCatalog } from '../tools/types.ts';
-import { createMcpServer, type McpCallerContext } from './server.ts';
+import type { McpCallerContext } from './server.ts';
 
 export const MCP_PATH = '/v1/mcp';
 
@@ -25,34 +23,17 @@ export function mcpCallerFor(principal: Principal, contextFor: (principal: Princ
   return { principal, tenantId: principal.tenantId, context: contextFor(principal) };
 }
 
-/** The request schemas of the methods this server answers; other methods get the SDK's "method not found". */
-const REQUEST_SCHEMAS: Record<string, { safeParse(v: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } } }> = {
-  initialize: InitializeRequestSchema,
-  ping: PingRequestSchema,
-  'tools/list': ListToolsRequestSchema,
-  'tools/call': CallToolRequestSchema,
-};
-
-/**
- * A single JSON-RPC request whose params do not fit its method's schema → a clean -32602 (invalid params) naming the
- * field. The SDK would parse it inside its dispatcher and answer -32603 (internal error) with the validator's raw
- * dump; a caller's mistake is not our internal error.
- */
-export function invalidParams(body: unknown): { id: unknown; message: string } | undefined {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const msg = body as { method?: unknown; id?: unknown };
-  if (typeof msg.method !== 'string' || msg.id === undefined) return undefined;
-  const schema = REQUEST_SCHEMAS[msg.method];
-  if (!schema) return undefined;
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return undefined;
-  const issue = parsed.error?.issues[0];
-  const where = issue && issue.path.length > 0 ? issue.path.map(String).join('.') : 'params';
-  return { id: msg.id, message: `invalid params for ${msg.method}: ${where}: ${issue?.message ?? 'invalid'}` };
-}
-
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string): FastifyReply {
   return reply.status(status).header('content-type', 'application/json').send({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+/**
+ * The MCP SDK (with zod, ~300 modules) is loaded by the first MCP request, not at the node's start (issue 15 item 4):
+ * most nodes are never asked.
+ */
+let sdkParts: Promise<[typeof import('./invalid-params.ts'), typeof import('./server.ts'), typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js')]> | undefined;
+function loadSdkParts(): NonNullable<typeof sdkParts> {
+  return (sdkParts ??= Promise.all([import('./invalid-params.ts'), import('./server.ts'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]));
 }
 
 export async function registerMcpRoute(app: FastifyInstance, catalog: ToolCatalog, options: McpRouteOptions = {}): Promise<void> {
@@ -60,6 +41,7 @@ export async function registerMcpRoute(app: FastifyInstance, catalog: ToolCatalo
 
   app.post(MCP_PATH, async (request: FastifyRequest, reply: FastifyReply) => {
     const caller = mcpCallerFor(principalOf(request), contextFor);
+    const [{ invalidParams }, { createMcpServer }, { StreamableHTTPServerTransport }] = await loadSdkParts();
     const bad = invalidParams(request.body);
     if (bad) return reply.status(200).header('content-type', 'application/json').send({ jsonrpc: '2.0', error: { code: -32602, message: bad.message }, id: bad.id });
     const server = createMcpServer(catalog, caller);

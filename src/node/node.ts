@@ -6,13 +6,9 @@ import type { NodeConfig } from '../config/types.ts';
 import type { Db } from '../storage/db.ts';
 import type { EventBus } from '../bus/bus.ts';
 import type { Authenticator } from '../auth/principal.ts';
-import { openDb } from '../storage/open.ts';
 import { openBus } from '../bus/open.ts';
 import { retryThroughOutage } from '../storage/outage-retry.ts';
-
-/** How long a starting node waits for its database or Redis by default. */
-const DEFAULT_STARTUP_WAIT_SECONDS = 60;
-import { createAuthenticator } from '../auth/authenticator.ts';
+import { beginFirstSteps, nodeLogger, startupWaitMs, type FirstSteps } from './first-steps.ts';
 import { ActorRuntime } from '../actors/runtime.ts';
 import { recoverAll, type RecoveryReport } from '../actors/recovery.ts';
 import { startLapsedSweep, sweepIntervalFor, type LapsedSource } from '../actors/leased-row/sweeper.ts';
@@ -110,32 +106,31 @@ export interface RunningNode {
   readonly workerCluster?: WorkerCluster;
 }
 
-export async function startNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
-  const log = logger.child({ node: config.node.id, role: config.node.role });
+/** `first`: the database and authenticator already begun (`orch up` begins them while this module loads). */
+export async function startNode(config: NodeConfig, logger: Logger, first?: FirstSteps): Promise<RunningNode> {
+  const log = nodeLogger(config, logger);
   warnIfUnsandboxed(config, log);
   const cleanups: (() => Promise<void>)[] = [];
   const undo = async (): Promise<void> => {
     for (const fn of cleanups.reverse()) await fn().catch((err: unknown) => log.error({ err }, 'cleanup failed'));
   };
   try {
-    // A node (re)started while PostgreSQL or Redis is down waits for it (issue 20), bounded by startup_wait_seconds.
-    const startupWait = (s: number | undefined): number => Math.round((s ?? DEFAULT_STARTUP_WAIT_SECONDS) * 1000);
-    const db = await retryThroughOutage(() => openDb({ url: config.database.url, dataDir: config.dataDir }, log), {
-      maxElapsedMs: startupWait(config.database.startup_wait_seconds),
-      logger: log,
-      what: 'connect to the database at start',
-    });
+    // The database and the authenticator (a fresh data dir's dev identity key: RSA, made on the thread pool) open
+    // side by side; first-steps.ts.
+    const steps = first ?? beginFirstSteps(config, logger);
+    const db = await steps.db;
     cleanups.push(() => db.close());
     // Cluster gauges (orch_cluster_nodes, heartbeats) at /metrics, read from cluster_nodes at scrape time.
     const unobserveNodes = observeClusterNodes(db);
     cleanups.push(async () => unobserveNodes());
+    // A node (re)started while Redis is down waits for it (issue 20), bounded by startup_wait_seconds.
     const bus = await retryThroughOutage(() => openBus({ url: config.redis.url }, log), {
-      maxElapsedMs: startupWait(config.redis.startup_wait_seconds),
+      maxElapsedMs: startupWaitMs(config.redis.startup_wait_seconds),
       logger: log,
       what: 'connect to Redis at start',
     });
     cleanups.push(() => bus.close());
-    const authenticator = await createAuthenticator(config);
+    const authenticator = await steps.authenticator;
 
     // The gateway sockets' short directory (src/agents/execution/run-dir.ts): made now (leftovers of nodes whose
     // data dir is gone are removed), removed once the actors have stopped.

@@ -68,8 +68,9 @@ export const TEST_JOIN_TOKEN = 'orch-test-join-token-0123456789';
  * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid). The default wait is
  * 180 s: a node on a fresh PGlite applies every migration, and on a heavily loaded machine 90 s was not enough.
  */
-export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 180_000, wrap: string[] = []): Promise<NodeProcess> {
-  const argv = [...wrap, process.execPath, ORCH_BIN, '--json', 'up', ...args];
+/** `bin`: another checkout's bin/orch.js (bench/startup.ts compares two builds). */
+export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 180_000, wrap: string[] = [], bin = ORCH_BIN): Promise<NodeProcess> {
+  const argv = [...wrap, process.execPath, bin, '--json', 'up', ...args];
   const child = spawn(argv[0]!, argv.slice(1), {
     env: {
       ...process.env,

@@ -3,7 +3,8 @@
 // wants). Answers come back in our OpenAI shape, with stop reasons in the OpenAI vocabulary (tool_use → tool_calls,
 // end_turn → stop, max_tokens → length). Nothing is read from the environment: an explicit key (a placeholder when
 // the config has none) keeps the SDK from looking for local credentials.
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
+import { loadAnthropic } from './sdks.ts';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmToolCall } from './types.ts';
 
 type Msg = Anthropic.MessageParam;
@@ -63,23 +64,30 @@ export interface AnthropicProviderOptions {
 }
 
 export class AnthropicProvider implements LlmProvider {
-  private readonly client: Anthropic;
+  private client: Promise<Anthropic> | undefined;
 
   constructor(
     readonly name: string,
-    opts: AnthropicProviderOptions = {},
-  ) {
-    this.client = new Anthropic({
-      apiKey: opts.apiKey || 'not-needed',
-      baseURL: baseUrl(opts.endpoint),
-      maxRetries: 0,
-      timeout: opts.timeoutMs ?? 10 * 60 * 1000,
-    });
+    private readonly opts: AnthropicProviderOptions = {},
+  ) {}
+
+  /** Made on the first call: the SDK loads lazily (sdks.ts). */
+  private sdkClient(): Promise<Anthropic> {
+    return (this.client ??= loadAnthropic().then(
+      (AnthropicSdk) =>
+        new AnthropicSdk({
+          apiKey: this.opts.apiKey || 'not-needed',
+          baseURL: baseUrl(this.opts.endpoint),
+          maxRetries: 0,
+          timeout: this.opts.timeoutMs ?? 10 * 60 * 1000,
+        }),
+    ));
   }
 
   async complete(model: string, req: LlmRequest): Promise<LlmResponse> {
     const wire = toAnthropicMessages(req.messages);
-    const res = await this.client.messages.create(
+    const client = await this.sdkClient();
+    const res = await client.messages.create(
       {
         model,
         max_tokens: req.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,

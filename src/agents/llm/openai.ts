@@ -2,7 +2,8 @@
 // and from our LlmRequest/LlmResponse. The SDK's own retries are off (retry.ts is the one policy), and nothing is read
 // from the environment here: endpoint and key come from the node config only.
 import { randomUUID } from 'node:crypto';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { loadOpenAi } from './sdks.ts';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmToolCall } from './types.ts';
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -64,24 +65,31 @@ export interface OpenAiProviderOptions {
 }
 
 export class OpenAiProvider implements LlmProvider {
-  private readonly client: OpenAI;
+  private client: Promise<OpenAI> | undefined;
 
   constructor(
     readonly name: string,
-    opts: OpenAiProviderOptions = {},
-  ) {
-    this.client = new OpenAI({
-      apiKey: opts.apiKey || PLACEHOLDER_API_KEY,
-      baseURL: opts.endpoint || OPENAI_DEFAULT_ENDPOINT,
-      organization: null,
-      project: null,
-      maxRetries: 0,
-      timeout: opts.timeoutMs ?? 10 * 60 * 1000,
-    });
+    private readonly opts: OpenAiProviderOptions = {},
+  ) {}
+
+  /** Made on the first call: the SDK loads lazily (sdks.ts). */
+  private sdkClient(): Promise<OpenAI> {
+    return (this.client ??= loadOpenAi().then(
+      (OpenAiSdk) =>
+        new OpenAiSdk({
+          apiKey: this.opts.apiKey || PLACEHOLDER_API_KEY,
+          baseURL: this.opts.endpoint || OPENAI_DEFAULT_ENDPOINT,
+          organization: null,
+          project: null,
+          maxRetries: 0,
+          timeout: this.opts.timeoutMs ?? 10 * 60 * 1000,
+        }),
+    ));
   }
 
   async complete(model: string, req: LlmRequest): Promise<LlmResponse> {
-    const res = await this.client.chat.completions.create(
+    const client = await this.sdkClient();
+    const res = await client.chat.completions.create(
       {
         model,
         messages: req.messages.map(toOpenAiMessage),

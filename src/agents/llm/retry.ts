@@ -2,8 +2,6 @@
 // Retry-After (and retry-after-ms); never on other 4xx, never after the caller's signal fired. The SDKs' own retries
 // are off so that this is the one policy. Terminal failures become OrchError; when the attempts run out the last
 // retryable failure is surfaced as a RetryableError with the SDK error as its cause.
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI from 'openai';
 import { Errors, OrchError, RetryableError, type ErrorSpec } from '../../errors/catalog.ts';
 
 export interface LlmRetryOptions {
@@ -51,9 +49,19 @@ export function llmErrorStatus(err: unknown): number | undefined {
 
 const NET_CODES = /^(ECONNREFUSED|ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|UND_ERR_\w+)$/;
 
+type ErrorClass = abstract new (...args: never[]) => Error;
+const abortErrors: ErrorClass[] = [];
+const connectionErrors: ErrorClass[] = [];
+
+/** Called by sdks.ts as each SDK loads: its abort error (never retried) and connection error (always retried). */
+export function registerSdkErrors(sdk: { APIUserAbortError: ErrorClass; APIConnectionError: ErrorClass }): void {
+  if (!abortErrors.includes(sdk.APIUserAbortError)) abortErrors.push(sdk.APIUserAbortError);
+  if (!connectionErrors.includes(sdk.APIConnectionError)) connectionErrors.push(sdk.APIConnectionError);
+}
+
 function isConnectionError(err: unknown): boolean {
-  if (err instanceof OpenAI.APIUserAbortError || err instanceof Anthropic.APIUserAbortError) return false;
-  if (err instanceof OpenAI.APIConnectionError || err instanceof Anthropic.APIConnectionError) return true;
+  if (abortErrors.some((c) => err instanceof c)) return false;
+  if (connectionErrors.some((c) => err instanceof c)) return true;
   // A bare fetch/undici failure (or one wrapped as a cause): the request never got an answer.
   for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as HttpishError).cause, depth++) {
     const code = (e as HttpishError).code;

@@ -13,7 +13,8 @@
 // so no chmod is needed; a non-root container user needs the socket to be writable (chmod 0666 on the socket or a
 // matching uid). There is no SELinux here; on an SELinux host add the `:z` relabel option to the run-dir bind.
 // Unix socket paths are limited to 107 bytes on Linux: the run directory is short whatever the data dir (run-dir.ts).
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { lazyRequire } from '../../util/lazy-require.ts';
 import { PassThrough, Writable } from 'node:stream';
 import type { Logger } from '../../logging/logger.js';
 import { readExitedContainerLogs } from './container-logs.js';
@@ -104,6 +105,9 @@ function bindOf(m: SandboxMount): string {
   return `${m.hostPath}:${m.sandboxPath}:${m.readOnly ? 'ro' : 'rw'}`;
 }
 
+/** Required when a Docker runtime is made: the client (with ssh2 and its protocol stack) is not loaded by a node without one. */
+const loadDockerode = lazyRequire<typeof Docker>('dockerode');
+
 export class DockerRuntime implements ContainerRuntime {
   readonly kind = 'docker' as const;
   readonly docker: Docker;
@@ -114,7 +118,8 @@ export class DockerRuntime implements ContainerRuntime {
 
   constructor(opts: DockerRuntimeOptions) {
     this.opts = opts;
-    this.docker = new Docker(dockerConnection(opts.dockerHost));
+    const Dockerode = loadDockerode();
+    this.docker = new Dockerode(dockerConnection(opts.dockerHost));
     this.log = opts.logger.child({ component: 'runtime', runtime: 'docker' });
   }
 

@@ -2,7 +2,8 @@
 // the URL and on every redirect hop (DomainNotAllowed), a timeout (timeout_secs, default 30), an error on 4xx/5xx,
 // and HTML converted to Markdown (turndown) unless to_markdown is false. web.search: needs an operator-supplied
 // api_key on the `web.search` entry of spec.builtin_dispatchers; without one it answers a configuration error.
-import TurndownService from 'turndown';
+import type TurndownService from 'turndown';
+import { lazyRequire } from '../../util/lazy-require.ts';
 import type { NodeConfig } from '../../config/types.ts';
 import { checkDomain } from '../policy.ts';
 import type { ToolCallContext, ToolDefinition, ToolOutcome } from '../types.ts';
@@ -14,8 +15,11 @@ const MAX_BODY_BYTES = 5 * 1024 * 1024;
 /** The search API the web.search entry talks to (Brave Search; 2,000 free requests a month). */
 export const SEARCH_API_URL = 'https://api.search.brave.com/res/v1/web/search';
 
+const loadTurndown = lazyRequire<typeof TurndownService>('turndown');
+
 export function htmlToMarkdown(html: string): string {
-  const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
+  const Turndown = loadTurndown();
+  const td = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-' });
   td.remove(['script', 'style', 'noscript', 'iframe']);
   return td.turndown(html).trim();
 }
