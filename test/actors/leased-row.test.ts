@@ -28,7 +28,7 @@ interface JobRow {
 }
 
 async function setup(t: import('ava').ExecutionContext): Promise<Db> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const db = await openPg(database.url, { logger: silentLogger() });
   t.teardown(async () => {
     await db.close();

@@ -16,7 +16,7 @@ const docker = new Docker(dockerConnection(dockerHost));
 async function env(t: import('ava').ExecutionContext): Promise<ScenarioEnv> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-e2e-docker-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   t.teardown(() => db.drop());
   return { dir, isolation: 'docker', dockerHost, databaseUrl: db.url };
 }

@@ -19,7 +19,7 @@ const EXECUTIONS = 150;
 const EVENTS_EACH = 6;
 
 test('150 executions appending 6 events each, all at once: none fails, seqs are 1..6 per execution', async (t) => {
-  const pg = await createTestDatabase();
+  const pg = await createTestDatabase({ migrated: true });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-events-'));
   const db = await openDb({ url: pg.url, dataDir: dir, poolSize: 20 }, silentLogger());
   t.teardown(async () => {

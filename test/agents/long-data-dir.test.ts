@@ -31,7 +31,7 @@ test('process isolation: an agent runs to completion with a 200-character data d
 });
 
 test('podman: an agent runs to completion with a 200-character data dir', async (t) => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   t.teardown(() => db.drop());
   const env: ScenarioEnv = { dir: await longDir(t), isolation: 'docker', dockerHost: process.env.DOCKER_HOST || DEFAULT_DOCKER_HOST, databaseUrl: db.url };
   await runIterativeScenario(t, env);

@@ -38,7 +38,7 @@ async function serve(billing: BillingService): Promise<{ app: FastifyInstance; b
 }
 
 test.before(async () => {
-  tdb = await createTestDatabase();
+  tdb = await createTestDatabase({ migrated: true });
   db = await openDb({ url: tdb.url, dataDir: '/tmp' }, silentLogger());
   stripe = await startFakeStripe('sk_test_orch');
   stripe.products.push(

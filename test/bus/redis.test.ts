@@ -16,7 +16,7 @@ import { busConformance } from './bus-conformance.ts';
 busConformance({
   kind: 'redis',
   open: async () => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: true });
     const db = await openPg(database.url);
     await migrate(db);
     const channelPrefix = randomChannelPrefix('bus');

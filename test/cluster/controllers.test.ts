@@ -34,7 +34,7 @@ async function rows(db: Db, ids: string[]): Promise<RunRow[]> {
 }
 
 test('SIGKILL one of two controllers mid-run: the other finishes all its workflows, each state recorded once; any controller serves any run', async (t) => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-ctl2-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));

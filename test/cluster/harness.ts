@@ -46,7 +46,7 @@ export interface ControllerOptions {
 }
 
 export async function testDb(t: ExecutionContext): Promise<Db> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const db = await openDb({ url: database.url, dataDir: '/nonexistent-unused' }, silentLogger());
   t.teardown(async () => {
     await db.close();
@@ -60,7 +60,7 @@ export function dbForFile(test: TestFn, use: (db: Db) => void): void {
   let database: TestDatabase | undefined;
   let db: Db | undefined;
   test.before(async () => {
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     db = await openDb({ url: database.url, dataDir: os.tmpdir() }, silentLogger());
     use(db);
   });

@@ -84,7 +84,7 @@ if (unavailable) {
   test.serial(TITLE, async (t) => {
     t.timeout(6 * 60_000);
     const llm = (cleanup.llm = await startScriptedLlm(() => ({ content: 'done' })));
-    const database = (cleanup.database = await createTestDatabase());
+    const database = (cleanup.database = await createTestDatabase({ migrated: true }));
     const dir = (cleanup.dir = await mkdtemp(path.join(os.tmpdir(), 'orch-netns-')));
     const db = (cleanup.db = await openDb({ url: database.url, dataDir: dir }, silentLogger()));
     const lab = (cleanup.lab = await createNetLab());

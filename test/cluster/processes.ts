@@ -79,7 +79,7 @@ export interface Scratch {
 
 /** A throwaway PostgreSQL database and a scratch directory, both removed at teardown. */
 export async function scratch(t: Teardowns, prefix: string): Promise<Scratch> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
   t.teardown(() => rm(dir, { recursive: true, force: true }));

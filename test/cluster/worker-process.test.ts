@@ -29,7 +29,7 @@ async function config(dir: string, name: string, body: string): Promise<string> 
 
 test('a worker process joins a controller process, turns UNHEALTHY when silent and ACTIVE when back, and is drained over HTTP', async (t) => {
   t.timeout(6 * 60_000);
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-cluster-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));

@@ -16,7 +16,7 @@ let cortex: CortexService;
 const familyOf = new Map<string, string>();
 
 test.before(async () => {
-  tdb = await createTestDatabase();
+  tdb = await createTestDatabase({ migrated: true });
   db = await openDb({ url: tdb.url, dataDir: '/tmp', poolSize: 10 }, silentLogger());
   cortex = new CortexService(db, {}, silentLogger());
 });

@@ -51,7 +51,7 @@ test.before(async () => {
     return { content: `Tides rise and fall twice a day. (${/Topic: (\w+)/.exec(all)?.[1] ?? '?'})` };
   });
   cleanups.push(() => llm.close());
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   cleanups.push(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-examples-'));
   cleanups.push(() => rm(dir, { recursive: true, force: true }));

@@ -68,7 +68,7 @@ export interface FsalFixture {
 
 export async function fsalFixture(): Promise<FsalFixture> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-fsal-'));
-  const tdb: TestDatabase = await createTestDatabase();
+  const tdb: TestDatabase = await createTestDatabase({ migrated: true });
   const db = await openDb({ url: tdb.url, dataDir, poolSize: 20 }, silentLogger());
   const volumes = new VolumeService({ db, dataDir, nodeId: 'node-fsal', logger: silentLogger(), quotaChunkBytes: 8 * 1024 * 1024 });
   const bus = new MemoryBus();

@@ -18,7 +18,7 @@ test.after.always(async () => {
 let shared: ReturnType<typeof start> | undefined;
 function start() {
   return (async () => {
-    const db = await createTestDatabase();
+    const db = await createTestDatabase({ migrated: true });
     defer(() => db.drop());
     // alias default → provider model m (the harness's llm_providers; never called here). Prices: m by its provider
     // name (reached through the alias), `fancy` by its alias; `mystery` has none.

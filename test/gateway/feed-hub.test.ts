@@ -34,7 +34,7 @@ async function until<T>(probe: () => T | undefined, ms = 30_000): Promise<T> {
 }
 
 test('ring resume, reset, tenant isolation and coalesced reads', async (t) => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const db = await openPg(database.url);
   t.teardown(() => db.close());

@@ -26,7 +26,7 @@ function serverMemory(): number {
 }
 
 test('a client that stops reading is dropped with 4008 and memory stays flat; a reading client gets everything', async (t) => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   defer(() => db.drop());
   const n = await startTestNode(defer, { databaseUrl: db.url });
   const token = await n.token('t-slow');

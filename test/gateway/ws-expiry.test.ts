@@ -11,7 +11,7 @@ const defer: Defer = (fn) => void cleanups.push(fn);
 let n: TestNode;
 
 test.before(async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   defer(() => db.drop());
   n = await startTestNode(defer, { databaseUrl: db.url });
 });

@@ -14,7 +14,7 @@ const defer: Defer = (fn) => void cleanups.push(fn);
 let n: TestNode;
 
 test.before(async () => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   defer(() => db.drop());
   // Slow answers that never validate: a long event stream that trickles while clients come and go.
   const llm = await startScriptedLlm(() => ({ content: 'not json' }), { delayMs: 120 });

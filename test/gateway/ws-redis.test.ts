@@ -21,7 +21,7 @@ test.after.always(async () => {
 type Row = { execution_id: string; status: string };
 
 test('two nodes on one database and Redis: each node’s feed carries what the other runs', async (t) => {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   defer(() => db.drop());
   const llm = await startScriptedLlm(() => ({ content: 'not json' }), { delayMs: 80 });
   defer(() => llm.close());

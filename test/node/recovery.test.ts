@@ -120,7 +120,7 @@ test('SIGKILL and restart on PGlite: every actor recovers from its row and conti
 });
 
 test('SIGKILL and restart on PostgreSQL: every actor recovers from its row and continues', async (t) => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   await scenario(t, database.url);
 });

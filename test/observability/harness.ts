@@ -72,7 +72,7 @@ export async function startHarness(t: ExecutionContext, logger: Logger = silentL
       : { tool_calls: [{ name: 'fs_write', arguments: { path: 'note.txt', content: 'hello' } }], usage: USAGE },
   );
   t.teardown(() => llm.close());
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-obs-'));
   const nodeId = `obs-${randomBytes(3).toString('hex')}`;
   const config = loadNodeConfig({

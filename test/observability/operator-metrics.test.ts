@@ -16,7 +16,7 @@ import { parsePrometheusText, valueOf } from './prometheus-text.ts';
 test('a node serves request, runtime and client metrics, its resource attributes, and trace ids in request logs', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-opmetrics-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const nodeId = `opm-${randomBytes(3).toString('hex')}`;
   const config = path.join(dir, 'node.yaml');

@@ -39,7 +39,7 @@ async function collector(t: import('ava').ExecutionContext): Promise<{ url: stri
 async function nodeEnv(t: import('ava').ExecutionContext): Promise<Record<string, string | undefined>> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-otlp-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const nodeId = `otlp-${randomBytes(3).toString('hex')}`;
   const config = path.join(dir, 'node.yaml');

@@ -52,7 +52,7 @@ export interface Harness {
 export type { Defer };
 
 export async function startHarness(defer: Defer, stimuliYaml: string, o: { db?: TestDatabase; llmUrl?: string } = {}): Promise<Harness> {
-  const db = o.db ?? (await createTestDatabase());
+  const db = o.db ?? (await createTestDatabase({ migrated: true }));
   if (!o.db) defer(() => db.drop());
   const n = await startTestNode(defer, { name: 'stim', databaseUrl: db.url, llmUrl: o.llmUrl, extraYaml: stimuliYaml });
   const { node, http } = n;

@@ -63,7 +63,7 @@ export async function startTestNode(target: DeferTarget, o: TestNodeOptions = {}
   const name = o.name ?? 'test';
   let databaseUrl = o.databaseUrl;
   if (databaseUrl === undefined) {
-    const db = await createTestDatabase();
+    const db = await createTestDatabase({ migrated: true });
     defer(() => db.drop());
     databaseUrl = db.url;
   }

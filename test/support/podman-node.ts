@@ -33,7 +33,7 @@ export interface PodmanScratch {
 export async function podmanScratch(t: ExecutionContext, prefix: string): Promise<PodmanScratch> {
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   t.teardown(() => db.drop());
   return { dir, databaseUrl: db.url };
 }

@@ -38,7 +38,7 @@ spec:
 let shared: Promise<{ n: Awaited<ReturnType<typeof startTestNode>>; token: string; tenant: string; echo: string }> | undefined;
 function stack(): NonNullable<typeof shared> {
   shared ??= (async () => {
-    const db = await createTestDatabase();
+    const db = await createTestDatabase({ migrated: true });
     defer(() => db.drop());
     const llm = await startScriptedLlm(() => ({ content: 'echoed', usage: { prompt_tokens: 1200, completion_tokens: 300 } }) as never);
     defer(() => llm.close());

@@ -35,7 +35,7 @@ spec:
 
 test('the dashboard follows an execution and a workflow live, and approves', async (t) => {
   await mkdir(OUT, { recursive: true });
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   defer(() => db.drop());
   // The model gets it right on the third iteration; slow enough (3 s a call) that the page sees each step even when
   // a loaded machine renders late.

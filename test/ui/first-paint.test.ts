@@ -137,7 +137,7 @@ test.serial('a five-state workflow graph fits its panel (nothing clipped), zooms
 
 async function dbUrl(): Promise<string> {
   const { createTestDatabase } = await import('../support/pg.ts');
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   defer(() => db.drop());
   return db.url;
 }

@@ -270,7 +270,7 @@ test('history pages through 10,000 executions with filters and search by id', as
 let shared: Promise<{ n: Awaited<ReturnType<typeof startTestNode>>; token: string; tenant: string; tooly: string }> | undefined;
 function stack(): NonNullable<typeof shared> {
   shared ??= (async () => {
-    const db = await createTestDatabase();
+    const db = await createTestDatabase({ migrated: true });
     defer(() => db.drop());
     const llm = await startScriptedLlm((body) => script(body as ChatRequest) as never);
     defer(() => llm.close());

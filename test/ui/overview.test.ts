@@ -37,7 +37,7 @@ interface Bucket {
 let shared: Promise<{ n: Awaited<ReturnType<typeof startTestNode>>; token: string; tenant: string; agent: string }> | undefined;
 function stack(): NonNullable<typeof shared> {
   shared ??= (async () => {
-    const db = await createTestDatabase();
+    const db = await createTestDatabase({ migrated: true });
     defer(() => db.drop());
     const llm = await startScriptedLlm(() => ({ content: 'fine', usage: { prompt_tokens: 30, completion_tokens: 5 } }));
     defer(() => llm.close());

@@ -21,7 +21,7 @@ test('parseSize takes bytes and binary units', (t) => {
 
 test('orch volume create|ls|rename|quota|files put|ls|get|mkdir|mv|rm|rm on a running node', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-volume-cli-'));
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   t.teardown(async () => {
     await db.drop();
     await rm(dir, { recursive: true, force: true });

@@ -31,7 +31,7 @@ function runWriter(args: string[]): Promise<{ written: number; full: number }> {
 }
 
 test('16 writers in two processes never exceed the quota; usage stays exact; no file is corrupted', async (t) => {
-  const tdb = await createTestDatabase();
+  const tdb = await createTestDatabase({ migrated: true });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-volumes-xproc-'));
   const db = await openDb({ url: tdb.url, dataDir }, silentLogger());
   t.teardown(async () => {

@@ -31,7 +31,7 @@ test('spec.volumes.reaper_interval_seconds: accepted, defaulted when absent, ref
 
 test('a running node reaps an expired ephemeral volume on its own and stops the reaper at shutdown', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-volume-node-'));
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   t.teardown(async () => {
     await db.drop();
     await rm(dir, { recursive: true, force: true });

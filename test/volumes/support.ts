@@ -22,7 +22,7 @@ export interface VolumeFixture {
 export async function volumeFixture(kind: 'pg' | 'pglite' = 'pg', nodeId = 'node-v1'): Promise<VolumeFixture> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-volumes-'));
   let tdb: TestDatabase | undefined;
-  if (kind === 'pg') tdb = await createTestDatabase();
+  if (kind === 'pg') tdb = await createTestDatabase({ migrated: true });
   const db = await openDb({ url: tdb?.url, dataDir, poolSize: 20 }, silentLogger());
   const make = (opts: { quotaChunkBytes?: number } = {}): VolumeService => new VolumeService({ db, dataDir, nodeId, logger: silentLogger(), ...opts });
   return {

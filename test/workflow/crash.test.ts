@@ -90,7 +90,7 @@ async function row(db: Db, id: string): Promise<Row> {
 }
 
 test('SIGKILL mid-workflow and while a Human state waits: resume from the last written state, exactly-once records, original deadline', async (t) => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-crash-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));

@@ -73,7 +73,7 @@ test('Agent then ParallelAgents: executions per visit, judge JSON validated, con
     return { content: 'I liked it.' }; // judge C: not judge JSON
   });
   t.teardown(() => llm.close());
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-agents-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));

@@ -60,7 +60,7 @@ export async function startEngine(
 ): Promise<EngineHarness> {
   let url = o.db?.url;
   if (!url && !o.pglite) {
-    const tdb = await createTestDatabase();
+    const tdb = await createTestDatabase({ migrated: true });
     t.teardown(() => tdb.drop());
     url = tdb.url;
   }
@@ -132,7 +132,7 @@ ${states}`;
 
 /** A throwaway PostgreSQL database with every migration and no engine: for the tests of the engine's writers. */
 export async function migratedPg(t: ExecutionContext): Promise<Db> {
-  const tdb = await createTestDatabase();
+  const tdb = await createTestDatabase({ migrated: true });
   t.teardown(() => tdb.drop());
   const db = await openPg(tdb.url, { logger: silentLogger() });
   t.teardown(() => db.close());

@@ -17,7 +17,7 @@ import { createTestDatabase } from '../support/pg.ts';
 import { startTestNode } from '../support/in-process-node.ts';
 
 async function database(t: import('ava').ExecutionContext) {
-  const d = await createTestDatabase();
+  const d = await createTestDatabase({ migrated: true });
   const db = await openPg(d.url, { logger: silentLogger() });
   await migrate(db, silentLogger());
   t.teardown(async () => {

@@ -40,7 +40,7 @@ spec:
 
 test.before(async () => {
   idp = await makeTestIdp();
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: true });
   db = await openPg(database.url, { poolSize: 4 });
   await migrate(db);
   ({ app, base } = await startAuthedApp(idp, (a) => registerWorkflowRoutes(a, new WorkflowDefinitionService(db, silentLogger()))));

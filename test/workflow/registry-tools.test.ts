@@ -48,7 +48,7 @@ function result(o: ToolOutcome): Record<string, unknown> {
 }
 
 test.before(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ migrated: true });
   db = await openPg(database.url, { poolSize: 4 });
   await migrate(db);
   catalog = createToolCatalog({ config: nodeConfig(), logger: silentLogger(), workflows: new WorkflowDefinitionService(db, silentLogger()) });

@@ -41,7 +41,7 @@ spec:
 `;
 
 test('workflow run and approval routes', async (t) => {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-routes-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
