@@ -3,6 +3,7 @@
 // that waits on it, wherever its lease is held. The interface lives here so that capability modules (workflow,
 // agents) can be handed one without importing the cluster: src/cluster/tell/post.ts is the implementation.
 
+
 /** Actors a message can address: a workflow run or an agent execution, keyed by its row id. */
 export type TellKind = 'workflow' | 'execution';
 
@@ -20,9 +21,22 @@ export type TellMessage = { type: 'wake'; topic?: string } | { type: 'cancel' };
  */
 export type TellOutcome = 'local' | 'remote' | 'unheld' | 'gone' | 'undelivered';
 
+/** Where a row's actor lives now: its claim and the holder's cluster address. */
+export interface Holder {
+  /** The row is missing or terminal. */
+  gone: boolean;
+  /** The node whose claim is live; undefined when the claim lapsed or nobody holds it. */
+  nodeId?: string;
+  /** Its NodeClusterService address (a worker's grpc_address, a controller's cluster_address). */
+  address?: string;
+}
+
 export interface Teller {
-  /** Delivers in the background; never rejects. */
-  tell(kind: TellKind, key: string, msg: TellMessage): Promise<TellOutcome>;
+  /**
+   * Delivers in the background; never rejects. `holder`: where the statement that committed the fact saw the actor
+   * held (actors/holder.ts), which spares the first attempt its own read.
+   */
+  tell(kind: TellKind, key: string, msg: TellMessage, holder?: Holder): Promise<TellOutcome>;
 }
 
 /** Delivers on this node, when it holds (kind, key): answers false when it does not (no live actor here). */

@@ -9,6 +9,8 @@ import type { Db } from '../storage/db.ts';
 import { randomUUID } from 'node:crypto';
 import { WORKFLOW_KIND } from './engine/actor.ts';
 import type { ChildStartRequest, ChildTerminal, ChildWorkflows } from './engine/child-types.ts';
+import type { IdleVisit } from './engine/runner-types.ts';
+import { Passivated } from '../actors/kind.ts';
 import { readWorkflowEvents, TERMINAL_WORKFLOW_EVENTS, WorkflowHistory, workflowStream, type NewWorkflowEvent } from './engine/events.ts';
 import { isUuid } from './engine/ids.ts';
 import * as repo from './engine/repo.ts';
@@ -324,10 +326,10 @@ export class WorkflowExecutionService {
     if (row.status !== 'waiting_for_human_input') return { signalled: false, error: `execution is ${row.status}, not waiting_for_human_input` };
     const pending = await pendingApprovalOf(this.d.db, id);
     if (!pending) return { signalled: false, error: 'execution has no pending human input request' };
-    const done = await resolveApproval(this.d.db, pending.id, { status: 'responded', response, feedback: response, resolvedBy: by });
+    const done = await resolveApproval(this.d.db, pending.id, { status: 'responded', response, feedback: response, resolvedBy: by }, { withHolder: true });
     if (!done) return { signalled: false, error: 'the human input request was already answered' };
     // never-rejects: Teller.tell answers an outcome; the committed answer is read by the run however it is woken.
-    void this.d.teller.tell('workflow', id, { type: 'wake' });
+    void this.d.teller.tell('workflow', id, { type: 'wake' }, done.holder);
     return { signalled: true };
   }
 
@@ -417,16 +419,24 @@ export class WorkflowExecutionService {
     });
   }
 
-  async waitTerminal(childExecutionId: string, signal: AbortSignal): Promise<ChildTerminal> {
+  async waitTerminal(childExecutionId: string, signal: AbortSignal, idle?: IdleVisit): Promise<ChildTerminal> {
     // A run of this process leaves its end in the terminal cache (no row read); others are read every 500 ms.
     // A run live in this process will leave its end in the cache: no need to read its row first.
     let readRow = !(this.d.terminals && this.d.actors.isLive(WORKFLOW_KIND, childExecutionId));
+    let parkAt = idle ? Date.now() + idle.afterMs : Infinity;
     for (;;) {
       const cached = this.d.terminals?.take(childExecutionId);
       if (cached) return cached;
       // Woken by the child's end (TellActor from the node that ran it, or this node's terminal cache); the read after
-      // the poll period is the safety net for a wake-up that never came.
-      const woken = this.d.wakers.wait(`terminal:${childExecutionId}`, this.d.pollMs ?? DEFAULT_POLL_MS, signal);
+      // the poll period is the safety net for a wake-up that never came. Armed before the read, so an end committed
+      // meanwhile is not missed, and it marks `wokeUp` at once (parking asks it).
+      let wokeUp = false;
+      const woken = this.d.wakers.wait(`terminal:${childExecutionId}`, Math.max(0, Math.min(this.d.pollMs ?? DEFAULT_POLL_MS, parkAt - Date.now())), signal, () => (wokeUp = true));
+      if (idle && Date.now() >= parkAt) {
+        // Waited long enough: the row read below (always, before parking) decides; the run leaves memory if the child
+        // is still running and no wake-up came meanwhile. Its end (a message) or the scan brings the run back.
+        readRow = true;
+      }
       if (readRow) {
         const row = await repo.getRunEnd(this.d.db, childExecutionId);
         if (!row) throw new Error(`child workflow run ${childExecutionId} does not exist`);
@@ -436,6 +446,10 @@ export class WorkflowExecutionService {
         }
       }
       if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new Error('aborted');
+      if (idle && Date.now() >= parkAt) {
+        if (await idle.park(() => !wokeUp && !signal.aborted && this.d.terminals?.peek(childExecutionId) === undefined)) throw new Passivated();
+        parkAt = Date.now() + Math.max(1000, idle.afterMs);
+      }
       await woken;
       readRow = this.d.terminals?.peek(childExecutionId) === undefined;
     }
@@ -451,7 +465,7 @@ export class WorkflowExecutionService {
   children(): ChildWorkflows {
     return {
       start: (r) => this.start(r),
-      waitTerminal: (id, s) => this.waitTerminal(id, s),
+      waitTerminal: (id, s, idle) => this.waitTerminal(id, s, idle),
       cancel: (id) => this.cancel_(id),
     };
   }

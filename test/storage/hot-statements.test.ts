@@ -106,7 +106,8 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   // Parked runs (parking.ts): adoption of a dead node's parked runs, the safety-net scan, a message's holder lookup.
   await db.query(`INSERT INTO workflow_parking_leases (node_id, expires_at) VALUES ('gone-node', now() - INTERVAL '1 minute')`);
   await h.cap.parker.adopt();
-  await h.cap.parker.scan();
+  await h.cap.parker.scan(); // the first pass: the full check (keyset pages)
+  await h.cap.parker.scan(); // a periodic pass: what changed since
   await holderOf(db, 'workflow', ids[0]!);
 
   // Agent executions: start, claim, renew (one statement for all held rows), events, recovery, the feed.
@@ -176,7 +177,9 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
     ['workflow claim renewals', /UPDATE workflow_executions w SET lease_expires_at/],
     ['workflow recovery sweep', /SELECT id::TEXT AS id FROM workflow_executions\s+WHERE status IN/],
     ['parked-run adoption', /WHERE id IN \(SELECT id FROM workflow_executions WHERE parked AND owner_node/],
-    ['parked-run scan', /WHERE w\.parked AND w\.owner_node/],
+    ['parked-run full check', /WHERE w\.parked AND w\.owner_node/],
+    ['parked-run scan', /FROM approvals a\s+WHERE a\.resolved_at/],
+    ['answer with its holder', /WITH a AS \(UPDATE approvals SET/],
     ['holder of a run', /FROM workflow_executions r WHERE r\.id/],
     ['lapsed-lease sweep', /FROM workflow_executions e/],
     ['workflow event history', /FROM workflow_events/],

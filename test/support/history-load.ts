@@ -75,7 +75,8 @@ export async function loadHistory(db: Queryable, s: HistorySize): Promise<void> 
     `INSERT INTO approvals (id, tenant_id, workflow_execution_id, state_name, visit, prompt, timeout_seconds, deadline, status, created_at, resolved_at)
      SELECT md5('appr' || g)::UUID, $1, md5('run' || g)::UUID, 'review', 1, 'ok?', 60,
        now() + CASE WHEN g % 200 = 0 THEN INTERVAL '1 hour' ELSE -INTERVAL '1 day' END,
-       CASE WHEN g % 200 = 0 THEN 'pending' ELSE 'approved' END, now() - INTERVAL '1 day', CASE WHEN g % 200 = 0 THEN NULL ELSE now() END
+       CASE WHEN g % 200 = 0 THEN 'pending' ELSE 'approved' END, now() - INTERVAL '1 day',
+       CASE WHEN g % 200 = 0 THEN NULL ELSE now() - INTERVAL '1 day' + (g % 3600) * INTERVAL '1 second' END
      FROM generate_series(1, ${s.rows}) g`,
     [s.tenant],
   );

@@ -56,6 +56,8 @@ export async function startEngine(
     openDb?: (url: string) => Promise<Db>;
     /** Where System states run (default: the capability's bubblewrap sandbox). */
     system?: SystemSandbox;
+    /** spec.workflow.park_after_seconds in ms; with it the sweeper and parking start (pollMs 100: the scan's period). */
+    parkAfterMs?: number;
   } = {},
 ): Promise<EngineHarness> {
   let url = o.db?.url;
@@ -79,8 +81,10 @@ export async function startEngine(
   const bus = new MemoryBus();
   const actors = new ActorRuntime(logger, `t-${randomBytes(4).toString('hex')}`);
   const defs = new WorkflowDefinitionService(db, logger);
-  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.system ? { system: o.system } : {}) });
+  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.system ? { system: o.system } : {}), ...(o.parkAfterMs !== undefined ? { parkAfterMs: o.parkAfterMs } : {}) });
+  const stopSweeper = o.parkAfterMs !== undefined ? cap.startSweeper(200) : undefined;
   t.teardown(async () => {
+    await stopSweeper?.();
     await actors.shutdown(2000);
     await bus.close();
     await db.close();

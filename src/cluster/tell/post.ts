@@ -9,46 +9,17 @@
 // committed first too, so a second cancel finds it already handled).
 import type { Logger } from '../../logging/logger.ts';
 import type { Queryable } from '../../storage/db.ts';
-import type { LocalDelivery, Teller, TellKind, TellMessage, TellOutcome } from '../../actors/tell.ts';
+import type { Holder, LocalDelivery, Teller, TellKind, TellMessage, TellOutcome } from '../../actors/tell.ts';
+import { holderFrom, holderSubquery, type HolderColumns } from '../../actors/holder.ts';
 import { backoffDelay, type BackoffPolicy } from '../../util/backoff.ts';
 import { NodeClusterClient, type CallCredentials } from '../client.ts';
 
-/** Where a row's actor lives now: its claim and the holder's cluster address. */
-export interface Holder {
-  /** The row is missing or terminal. */
-  gone: boolean;
-  /** The node whose claim is live; undefined when the claim lapsed or nobody holds it. */
-  nodeId?: string;
-  /** Its NodeClusterService address (a worker's grpc_address, a controller's cluster_address). */
-  address?: string;
-}
-
-const TABLES: Record<TellKind, { table: string; active: string }> = {
-  workflow: { table: 'workflow_executions', active: `('running', 'waiting_for_human_input')` },
-  execution: { table: 'executions', active: `('pending', 'running')` },
-};
+export type { Holder };
 
 /** Reads the row's claim and the holder's address in one statement. */
 export async function holderOf(db: Queryable, kind: TellKind, key: string): Promise<Holder> {
-  const t = TABLES[kind];
-  // A parked workflow run (no actor in memory, no lease of its own) is held by its node while that node's parking
-  // lease holds: the message goes there and brings it back (src/workflow/engine/parking.ts).
-  const live = kind === 'workflow'
-    ? `CASE WHEN r.parked THEN (SELECT p.expires_at > now() FROM workflow_parking_leases p WHERE p.node_id = r.owner_node)
-       ELSE r.lease_expires_at > now() END`
-    : 'r.lease_expires_at > now()';
-  // The holder's address by primary key in a scalar subquery: never a join that may read every member row.
-  const res = await db.query<{ active: boolean; owner_node: string | null; live: boolean | null; address: string | null }>(
-    `SELECT r.status IN ${t.active} AS active, r.owner_node, ${live} AS live,
-       (SELECT CASE WHEN n.role = 'worker' THEN n.grpc_address ELSE n.cluster_address END FROM cluster_nodes n WHERE n.node_id = r.owner_node) AS address
-     FROM ${t.table} r WHERE r.id = $1`,
-    [key],
-  );
-  const r = res.rows[0];
-  if (!r || !r.active) return { gone: true };
-  if (!r.owner_node || r.live !== true) return { gone: false };
-  const address = r.address;
-  return { gone: false, nodeId: r.owner_node, ...(address ? { address } : {}) };
+  const res = await db.query<HolderColumns>(holderSubquery(kind, '$1'), [key]);
+  return holderFrom(res.rows[0]);
 }
 
 export interface ActorPostOptions {
@@ -95,9 +66,9 @@ export class ActorPost implements Teller {
     this.credentials = credentials;
   }
 
-  async tell(kind: TellKind, key: string, msg: TellMessage): Promise<TellOutcome> {
+  async tell(kind: TellKind, key: string, msg: TellMessage, holder?: Holder): Promise<TellOutcome> {
     try {
-      return await this.deliver(kind, key, msg);
+      return await this.deliver(kind, key, msg, holder);
     } catch (err) {
       this.log.warn({ err, kind, key, message: msg.type }, 'message to an actor not delivered; its row is read at recovery or by the poll');
       return 'undelivered';
@@ -110,12 +81,13 @@ export class ActorPost implements Teller {
     return deliver ? deliver(key, msg) : false;
   }
 
-  private async deliver(kind: TellKind, key: string, msg: TellMessage): Promise<TellOutcome> {
+  private async deliver(kind: TellKind, key: string, msg: TellMessage, known?: Holder): Promise<TellOutcome> {
     const deadline = Date.now() + (this.o.retryForMs ?? 5_000);
     for (let attempt = 1; ; attempt++) {
       let outcome: TellOutcome | 'retry';
       try {
-        outcome = await this.once(kind, key, msg);
+        // The first attempt goes where the fact's own statement saw the holder (if it read it); retries read again.
+        outcome = await this.once(kind, key, msg, attempt === 1 ? known : undefined);
       } catch (err) {
         // A database that does not answer is waited out like an unreachable holder, inside the same window.
         this.log.debug({ err, kind, key }, 'message to an actor: attempt failed');
@@ -131,8 +103,8 @@ export class ActorPost implements Teller {
     }
   }
 
-  private async once(kind: TellKind, key: string, msg: TellMessage): Promise<TellOutcome | 'retry'> {
-    const holder = await holderOf(this.o.db, kind, key);
+  private async once(kind: TellKind, key: string, msg: TellMessage, known?: Holder): Promise<TellOutcome | 'retry'> {
+    const holder = known ?? (await holderOf(this.o.db, kind, key));
     if (holder.gone) return 'gone';
     if (!holder.nodeId) return 'unheld';
     if (holder.nodeId === this.o.nodeId) return (await this.receive(kind, key, msg)) ? 'local' : 'retry';

@@ -3,6 +3,9 @@
 // so approve, reject, signal and expiry race safely: exactly one wins.
 import type { Queryable } from '../../storage/db.ts';
 
+import { holderFrom, holderJson, type HolderColumns } from '../../actors/holder.ts';
+import type { Holder } from '../../actors/tell.ts';
+
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'responded' | 'expired';
 
 export interface ApprovalRow {
@@ -22,6 +25,9 @@ export interface ApprovalRow {
   created_at: Date;
   resolved_at: Date | null;
 }
+
+/** What a run needs of its approval to move on. */
+export type ApprovalAnswer = Pick<ApprovalRow, 'id' | 'status' | 'response' | 'feedback'>;
 
 export interface NewApproval {
   id: string;
@@ -82,8 +88,8 @@ export async function resolveApproval(
   db: Queryable,
   id: string,
   r: Resolution,
-  guard: { tenantId?: string; deadlinePassed?: boolean } = {},
-): Promise<ApprovalRow | undefined> {
+  guard: { tenantId?: string; deadlinePassed?: boolean; withHolder?: boolean } = {},
+): Promise<(ApprovalRow & { holder?: Holder }) | undefined> {
   const params: unknown[] = [id, r.status, r.response, r.feedback, r.resolvedBy ?? null];
   let where = `id = $1 AND status = 'pending'`;
   if (guard.tenantId !== undefined) {
@@ -92,12 +98,18 @@ export async function resolveApproval(
   }
   // Judged by the database clock, so a node with a fast clock cannot expire an approval early.
   if (guard.deadlinePassed) where += ' AND deadline <= now()';
-  const res = await db.query<ApprovalRow>(
-    `UPDATE approvals SET status = $2, response = $3, feedback = $4, resolved_by = $5, resolved_at = now()
-     WHERE ${where} RETURNING *`,
+  const update = `UPDATE approvals SET status = $2, response = $3, feedback = $4, resolved_by = $5, resolved_at = now()
+     WHERE ${where} RETURNING *`;
+  if (!guard.withHolder) return (await db.query<ApprovalRow>(update, params)).rows[0];
+  // The run's holder read in the same statement (its snapshot: as a read just before), for the wake-up to follow.
+  const res = await db.query<ApprovalRow & { holder: HolderColumns | null }>(
+    `WITH a AS (${update}) SELECT a.*, ${holderJson('workflow', 'a.workflow_execution_id')} AS holder FROM a`,
     params,
   );
-  return res.rows[0];
+  const got = res.rows[0];
+  if (!got) return undefined;
+  const { holder, ...row } = got;
+  return Object.assign(row, { holder: holderFrom(holder) });
 }
 
 /** An approval's timer runs only this long before its deadline; further off, the sweep starts it later. */

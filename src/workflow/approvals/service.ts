@@ -81,10 +81,10 @@ export class ApprovalService {
   }
 
   private async resolve(tenant: string, id: string, r: Parameters<typeof resolveApproval>[2]): Promise<ApprovalRow> {
-    const row = await resolveApproval(this.db, id, r, { tenantId: tenant });
+    const row = await resolveApproval(this.db, id, r, { tenantId: tenant, withHolder: true });
     if (!row) throw new OrchError(Errors.NOT_FOUND, NOT_FOUND_OR_COMPLETED);
     // never-rejects: Teller.tell answers an outcome; the committed answer is read by the run however it is woken.
-    void this.teller.tell('workflow', row.workflow_execution_id, { type: 'wake' });
+    void this.teller.tell('workflow', row.workflow_execution_id, { type: 'wake' }, row.holder);
     return row;
   }
 }

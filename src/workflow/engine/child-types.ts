@@ -2,6 +2,8 @@
 // and cancels a child workflow run. The WorkflowExecutionService implements it; the runner in
 // ../states/subworkflow.ts depends only on this interface, so its logic is testable before the engine exists.
 
+import type { IdleVisit } from './runner-types.ts';
+
 export interface ChildStartRequest {
   /** UUID v5 of the parent's visitKey: a re-run of the same visit after a crash finds the same child. */
   childExecutionId: string;
@@ -28,7 +30,7 @@ export interface ChildTerminal {
 export interface ChildWorkflows {
   /** Starts the child run with this id, or does nothing if it already exists (idempotent on childExecutionId). Throws a descriptive error when the workflow is not deployed. */
   start(req: ChildStartRequest): Promise<void>;
-  /** Resolves when the child run is terminal. */
-  waitTerminal(childExecutionId: string, signal: AbortSignal): Promise<ChildTerminal>;
+  /** Resolves when the child run is terminal. With `idle`: throws Passivated once the parent run parked instead. */
+  waitTerminal(childExecutionId: string, signal: AbortSignal, idle?: IdleVisit): Promise<ChildTerminal>;
   cancel(childExecutionId: string): Promise<void>;
 }

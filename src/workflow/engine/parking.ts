@@ -1,11 +1,13 @@
 // Parked (passivated) workflow runs (issue 18; docs/WORKFLOWS.md "Idle runs are parked"). A run waiting on a Human
-// state for longer than spec.workflow.park_after_seconds writes `parked = TRUE` on its row and leaves memory: no
-// actor, no timer, no lease renewal of its own. What still says who holds it is the row (owner_node) plus this node's
+// state, or on a child run in a Subworkflow state, for longer than spec.workflow.park_after_seconds writes
+// `parked = TRUE` on its row and leaves memory: no actor, no timer, no lease renewal of its own. What still says who holds it is the row (owner_node) plus this node's
 // one parking lease (workflow_parking_leases), renewed by one tiny statement. It comes back:
 //   - on a message (tell: an approval, a signal, a cancel, given on any node): delivered here, the run is spawned
 //     again from its row (its claim clears `parked`), re-reads what it waits for and moves on;
-//   - from the safety-net scan, one statement per poll period for all of this node's parked runs: runs whose approval
-//     is no longer pending or that were asked to cancel (a message lost with a dying sender) are spawned;
+//   - from the safety-net scan, one statement per poll period reading only what changed since the previous one
+//     (approvals answered, child runs ended, cancels asked, deadlines come: a message lost with a dying sender, a
+//     Subworkflow state's timeout kept in the row's wake_at); every parked row is checked only at start and after an
+//     adoption, in keyset pages;
 //   - after this node dies: its parking lease lapses and another controller adopts its parked runs in one statement
 //     (owner_node and epoch move, the rows stay parked), then scans them like its own.
 // Approval deadlines need no timer per run: the workflow sweep starts an approval's timer only when its deadline is
@@ -43,6 +45,15 @@ export interface ParkerOptions {
   leaseMs?: number;
 }
 
+/** The status a run is parked in: waiting on a Human state, or running a state that only waits (a Subworkflow). */
+export type ParkedStatus = 'waiting_for_human_input' | 'running';
+
+/**
+ * How far back each pass of the scan looks past its previous one: a fact whose statement began before the previous
+ * pass but committed after it read (a slow commit) is still seen. Bounded: a pass reads the facts of its window.
+ */
+const SCAN_OVERLAP_MS = 60_000;
+
 interface Parking {
   /** A message came for the run while it was leaving memory: spawn it again once it has left. */
   woken: boolean;
@@ -57,6 +68,8 @@ export class Parker {
   private readonly log: Logger;
   private timers: NodeJS.Timeout[] = [];
   private scanning = false;
+  /** The database time of the previous pass of the scan (or full check): the next pass reads facts since then. */
+  private scannedAt: Date | undefined;
   /** Parking is on only between start (the lease is kept, lapsed nodes adopted, parked runs scanned) and stop. */
   private started = false;
   private stopped = false;
@@ -76,12 +89,14 @@ export class Parker {
   }
 
   /**
-   * Parks the run held under `fence` (waiting on a Human state): true when the row now says so, and the caller must
-   * leave memory (throw Passivated) and call `settled` once gone. False: not parked (this node's parking lease could
-   * not be made sure, or `stillWaiting()` said a message already came): the caller keeps waiting in memory.
+   * Parks the run held under `fence`, waiting in its current visit (status `status`: a Human state waits as
+   * 'waiting_for_human_input', a Subworkflow state as 'running'); `wakeAt`: when the visit times out, if it does (the
+   * scan brings the run back then). True when the row now says parked, and the caller must leave memory (throw
+   * Passivated) and call `settled` once gone. False: not parked (this node's parking lease could not be made sure,
+   * or `stillWaiting()` said a message already came): the caller keeps waiting in memory.
    * Throws LEASE_LOST-free: a lost claim answers false too (the run's own writes find out and stop it).
    */
-  async park(fence: RowFence, stillWaiting: () => boolean): Promise<boolean> {
+  async park(fence: RowFence, stillWaiting: () => boolean, status: ParkedStatus = 'waiting_for_human_input', wakeAt?: Date): Promise<boolean> {
     if (!this.started || this.stopped || this.parking.has(fence.key)) return false;
     if (!(await this.ensureLease())) return false;
     const p: Parking = { woken: false };
@@ -95,10 +110,10 @@ export class Parker {
     try {
       // Only under a live parking lease of this node: a row parked without one could never be adopted.
       const res = await this.o.db.query(
-        `UPDATE workflow_executions SET parked = TRUE, lease_expires_at = NULL, updated_at = now()
-         WHERE id = $1 AND owner_node = $2 AND epoch = $3 AND status = 'waiting_for_human_input' AND NOT cancel_requested
+        `UPDATE workflow_executions SET parked = TRUE, lease_expires_at = NULL, wake_at = $5, updated_at = now()
+         WHERE id = $1 AND owner_node = $2 AND epoch = $3 AND status = $4 AND NOT cancel_requested
            AND EXISTS (SELECT 1 FROM workflow_parking_leases p WHERE p.node_id = $2 AND p.expires_at > now())`,
-        [fence.key, fence.nodeId, fence.epoch],
+        [fence.key, fence.nodeId, fence.epoch, status, wakeAt ?? null],
       );
       if (res.rowCount === 1) return true;
     } catch (err) {
@@ -131,9 +146,16 @@ export class Parker {
     if (this.holdIfLeaving(key)) return true;
     // The claim itself is the check (one statement instead of a read and a claim): only a run parked here is taken,
     // with a new epoch; the actor then starts from this claim (the `fresh` hand-over a new run uses too).
+    // The same statement reads the approval of the visit the run is parked in (by the UNIQUE (run, state, visit)
+    // index): a run woken by its answer moves on without reading it again.
     const res = await this.o.db.query<WorkflowExecutionRow>(
-      `UPDATE workflow_executions SET parked = FALSE, epoch = epoch + 1, lease_expires_at = now() + ($3::INT * INTERVAL '1 millisecond')
-       WHERE id = $1 AND parked AND owner_node = $2 RETURNING *`,
+      `WITH c AS (
+         UPDATE workflow_executions SET parked = FALSE, epoch = epoch + 1, lease_expires_at = now() + ($3::INT * INTERVAL '1 millisecond')
+         WHERE id = $1 AND parked AND owner_node = $2 RETURNING *)
+       SELECT c.*, (SELECT json_build_object('id', a.id, 'status', a.status, 'response', a.response, 'feedback', a.feedback)
+                    FROM approvals a WHERE a.workflow_execution_id = c.id AND a.state_name = c.current_state
+                      AND a.visit = COALESCE((c.visits ->> c.current_state)::INT, 1)) AS answer
+       FROM c`,
       [key, this.o.nodeId, ttlParam(this.o.runLeaseMs)],
     );
     const row = res.rows[0];
@@ -195,38 +217,104 @@ export class Parker {
     }
     if (adopted > 0) {
       this.log.info({ adopted, from: dead.rows.map((r) => r.node_id) }, 'adopted the parked runs of nodes whose parking lease lapsed');
-      await this.scan();
+      // Their facts may be older than this node's scan window (committed while their holder was dying): all checked.
+      await this.checkAll();
     }
     return adopted;
   }
 
   /**
-   * The safety net: this node's parked runs that should not be parked any more — their approval was answered or
-   * expired, or a cancel was asked — are spawned (each re-reads its row). Answers how many. Exported for tests.
+   * The safety net, one statement per pass: this node's parked runs that something happened to since the previous
+   * pass (minus SCAN_OVERLAP_MS) — their approval answered, their child run ended — or that were asked to cancel or
+   * whose deadline came, are spawned (each re-reads its row). Every part is read through an index holding only such
+   * rows (migration 105), so a pass costs what happened, not the number of runs parked. The first pass (no previous
+   * one) is the full check. Answers how many were spawned. Exported for tests.
    */
   async scan(): Promise<number> {
     if (this.scanning) return 0;
+    if (this.scannedAt === undefined) return this.checkAll();
     this.scanning = true;
     try {
-      const res = await this.o.db.query<{ id: string }>(
-        `SELECT w.id::TEXT AS id FROM workflow_executions w
-         WHERE w.parked AND w.owner_node = $1
-           AND (w.cancel_requested OR w.status <> 'waiting_for_human_input'
-                OR NOT EXISTS (SELECT 1 FROM approvals a WHERE a.workflow_execution_id = w.id AND a.status = 'pending'))
-         LIMIT ${BATCH}`,
-        [this.o.nodeId],
+      const since = new Date(this.scannedAt.getTime() - SCAN_OVERLAP_MS);
+      const res = await this.o.db.query<{ at: Date; ids: string[] }>(
+        // Approvals and children: the recent facts first (index range scans), then each one's run by primary key in
+        // a scalar subquery (never a join that could read every parked run). An answered approval counts only for
+        // the visit the run is parked in (a run woken and parked again at its next visit is left alone).
+        `SELECT now() AS at, ARRAY(
+           SELECT f.id::TEXT FROM (
+             SELECT a.workflow_execution_id AS id FROM approvals a
+             WHERE a.resolved_at >= $2
+               AND (SELECT w.parked AND w.owner_node = $1 AND w.current_state = a.state_name
+                    FROM workflow_executions w WHERE w.id = a.workflow_execution_id)
+             UNION
+             SELECT c.parent_execution_id FROM workflow_executions c
+             WHERE c.completed_at >= $2 AND c.parent_execution_id IS NOT NULL
+               AND (SELECT w.parked AND w.owner_node = $1 FROM workflow_executions w WHERE w.id = c.parent_execution_id)
+             UNION
+             SELECT id FROM workflow_executions WHERE parked AND cancel_requested AND owner_node = $1
+             UNION
+             SELECT id FROM workflow_executions WHERE parked AND wake_at IS NOT NULL AND wake_at <= now() AND owner_node = $1
+           ) f LIMIT ${BATCH}) AS ids`,
+        [this.o.nodeId, since],
       );
-      let woken = 0;
-      for (const { id } of res.rows) {
-        if (this.o.actors.isLive(this.o.kind, id) || this.parking.has(id)) continue;
-        this.o.actors.spawn(this.o.kind, id);
-        woken++;
-      }
+      const row = res.rows[0]!;
+      // A full batch may have left some out: the next pass looks from the same point again.
+      if (row.ids.length < BATCH) this.scannedAt = row.at;
+      const woken = this.spawnAll(row.ids);
       if (woken > 0) this.log.info({ woken }, 'parked runs woken by the safety-net scan');
       return woken;
     } finally {
       this.scanning = false;
     }
+  }
+
+  /**
+   * The full check, in keyset pages by id: every parked run of this node that should not be parked any more — a
+   * Human state whose approval is no longer pending, a Subworkflow state whose child ended, asked to cancel, past its
+   * deadline, or no longer in the status it was parked in. Run when the node starts (facts may have come while it
+   * was down) and after it adopted a dead node's runs; sets the point the scan's passes start from.
+   */
+  async checkAll(): Promise<number> {
+    if (this.scanning) return 0;
+    this.scanning = true;
+    try {
+      const started = (await this.o.db.query<{ at: Date }>('SELECT now() AS at')).rows[0]!.at;
+      let after = '00000000-0000-0000-0000-000000000000';
+      let woken = 0;
+      for (;;) {
+        const res = await this.o.db.query<{ id: string; wake: boolean }>(
+          `SELECT w.id::TEXT AS id,
+             (w.cancel_requested OR (w.wake_at IS NOT NULL AND w.wake_at <= now())
+              OR CASE w.status
+                   WHEN 'waiting_for_human_input' THEN NOT EXISTS (SELECT 1 FROM approvals a WHERE a.workflow_execution_id = w.id AND a.status = 'pending')
+                   WHEN 'running' THEN EXISTS (SELECT 1 FROM workflow_executions c WHERE c.parent_execution_id = w.id
+                                                 AND c.completed_at >= COALESCE(w.last_transition_at, w.started_at, w.created_at))
+                   ELSE TRUE END) AS wake
+           FROM workflow_executions w
+           WHERE w.parked AND w.owner_node = $1 AND w.id > $2::UUID
+           ORDER BY w.id LIMIT ${BATCH}`,
+          [this.o.nodeId, after],
+        );
+        woken += this.spawnAll(res.rows.filter((r) => r.wake).map((r) => r.id));
+        if (res.rows.length < BATCH) break;
+        after = res.rows[res.rows.length - 1]!.id;
+      }
+      this.scannedAt = started;
+      if (woken > 0) this.log.info({ woken }, 'parked runs woken by the full check');
+      return woken;
+    } finally {
+      this.scanning = false;
+    }
+  }
+
+  private spawnAll(ids: string[]): number {
+    let woken = 0;
+    for (const id of ids) {
+      if (this.o.actors.isLive(this.o.kind, id) || this.parking.has(id)) continue;
+      this.o.actors.spawn(this.o.kind, id);
+      woken++;
+    }
+    return woken;
   }
 
   /** Renews the parking lease (when this node parks anything), adopts lapsed nodes' runs and scans its own. */
@@ -253,7 +341,7 @@ export class Parker {
     every(this.o.scanMs, () => this.scan(), 'parked-run scan');
     // At start: runs parked here before a restart whose answer came while this node was down.
     this.claimOwnLease()
-      .then(() => this.scan())
+      .then(() => this.checkAll())
       .catch((err: unknown) => this.log.warn({ err }, 'parked-run scan at start failed'));
   }
 

@@ -15,6 +15,8 @@ export function isTerminalStatus(status: string): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled';
 }
 
+import type { ApprovalAnswer } from '../approvals/repo.ts';
+
 export interface WorkflowExecutionRow {
   id: string;
   tenant_id: string;
@@ -40,6 +42,11 @@ export interface WorkflowExecutionRow {
   cancel_requested: boolean;
   /** Parked (passivated) on owner_node: no actor in memory (parking.ts). */
   parked: boolean;
+  /** While parked in a visit with a deadline (a Subworkflow state's timeout): when that visit times out. Cleared by
+   * every step write, so a run claimed from its row reads the deadline of the visit it resumes (migration 105). */
+  wake_at?: Date | null;
+  /** Only on a row brought back from parking by a message: the approval of the visit it is parked in (if any). */
+  answer?: ApprovalAnswer | null;
   last_seq: number;
   owner_node: string | null;
   lease_expires_at: Date | null;

@@ -10,12 +10,12 @@ import { buildScope, type TemplateScope } from '../template/scope.ts';
 import { renderShellTemplate, renderTemplate } from '../template/render.ts';
 import { selectTransition } from '../conditions.ts';
 import { renderFinalOutput } from '../output.ts';
-import { getApproval, insertApproval, type ApprovalRow } from '../approvals/repo.ts';
+import { getApproval, insertApproval, type ApprovalAnswer } from '../approvals/repo.ts';
 import { CancelledByUser } from '../../agents/execution/errors.ts';
 import type { NewWorkflowEvent } from './events.ts';
 import { idFromVisit, visitKeyOf } from './ids.ts';
 import type { WorkflowExecutionRow } from './repo.ts';
-import type { StateResult, StateRunContext, StateRunner } from './runner-types.ts';
+import type { IdleVisit, StateResult, StateRunContext, StateRunner } from './runner-types.ts';
 import type { TerminalCache, Wakers } from './wakers.ts';
 import type { Teller } from '../../actors/tell.ts';
 import { Passivated } from '../../actors/kind.ts';
@@ -81,6 +81,11 @@ export class WorkflowRun {
   private signal: AbortSignal = new AbortController().signal;
   /** spec.storage volume ids, once provisioned by this incarnation. */
   private storageIds: WorkflowStorageIds | undefined;
+  /** The deadline of the visit this run was parked in (its row's wake_at), for the first visit this incarnation
+   * runs: that visit goes on, so its timeout counts from when it began, not from when the run came back. */
+  private resumedDeadline: number | undefined;
+  /** The approval of the visit a parked run waits in, read by the claim that brought it back (parking.ts deliver). */
+  private answer: ApprovalAnswer | undefined;
 
   constructor(
     private readonly deps: EngineDeps,
@@ -100,6 +105,8 @@ export class WorkflowRun {
       error: row.error,
     };
     this.lastSeq = row.last_seq;
+    this.resumedDeadline = row.wake_at ? new Date(row.wake_at).getTime() : undefined;
+    this.answer = row.answer ?? undefined;
     this.log = deps.logger.child({ workflow_execution: row.id, workflow: row.workflow_name });
   }
 
@@ -133,7 +140,7 @@ export class WorkflowRun {
       }
       const visit = this.snap.visits[name] ?? 1;
       let result: StateResult;
-      let human: { feedback: string | null; approval: ApprovalRow } | undefined;
+      let human: { feedback: string | null; approval: ApprovalAnswer } | undefined;
       try {
         if (state.kind === 'Human') {
           const h = await inWorkflowStateSpan(this.row, name, state.kind, visit, async () => {
@@ -190,10 +197,12 @@ export class WorkflowRun {
     const runner = this.deps.runners[state.kind] as StateRunner | undefined;
     if (!runner) return failedResult(state.kind, `state kind ${state.kind} is not available on this node`);
     const seconds = state.timeout_seconds ?? DEFAULT_STATE_TIMEOUT_S;
+    const deadline = this.resumedDeadline ?? Date.now() + seconds * 1000;
+    this.resumedDeadline = undefined;
     // One controller per visit, aborted by the state timeout or by the run's own abort (cancel, hand-over).
     const visitAbort = new AbortController();
     let timedOut: StateTimedOut | undefined;
-    const timer = setTimeout(() => visitAbort.abort((timedOut = new StateTimedOut(name, seconds))), seconds * 1000);
+    const timer = setTimeout(() => visitAbort.abort((timedOut = new StateTimedOut(name, seconds))), Math.max(0, deadline - Date.now()));
     const onRunAbort = (): void => visitAbort.abort(this.signal.reason);
     if (this.signal.aborted) onRunAbort();
     else this.signal.addEventListener('abort', onRunAbort, { once: true });
@@ -217,6 +226,7 @@ export class WorkflowRun {
       logger: this.log,
       ...(this.row.intent !== null ? { intent: this.row.intent } : {}),
       wake: (topic, maxMs, s) => this.deps.wakers.wait(topic, Math.min(maxMs, this.deps.pollMs ?? DEFAULT_POLL_MS), s).then(() => undefined),
+      ...(this.deps.parker && Number.isFinite(this.deps.parker.parkAfterMs) ? { idle: this.idleVisit(this.deps.parker, deadline) } : {}),
     };
     // A child logger per visit only when a runner logs (most update_blackboard steps never do).
     let stateLog: Logger | undefined;
@@ -229,6 +239,7 @@ export class WorkflowRun {
       return result;
     } catch (err) {
       if (this.signal.aborted) throw this.signal.reason;
+      if (err instanceof Passivated && !timedOut) throw err;
       if (timedOut) return failedResult(state.kind, timedOut.message);
       const message = `state "${name}" failed: ${(err as Error)?.message ?? String(err)}`;
       this.log.warn({ err, state: name }, 'state runner failed');
@@ -240,8 +251,16 @@ export class WorkflowRun {
     }
   }
 
+  /** How a waiting visit parks the run: status 'running', back at the latest by the visit's deadline. */
+  private idleVisit(parker: Parker, deadline: number): IdleVisit {
+    return {
+      afterMs: parker.parkAfterMs,
+      park: (stillWaiting) => parker.park(this.fence, () => stillWaiting() && !this.signal.aborted, 'running', new Date(deadline)),
+    };
+  }
+
   /** Suspends on a Human state: write the approval (once per visit) and the waiting status, then wait for it. */
-  private async human(state: HumanState, name: string, visit: number): Promise<{ result: StateResult; human?: { feedback: string | null; approval: ApprovalRow } }> {
+  private async human(state: HumanState, name: string, visit: number): Promise<{ result: StateResult; human?: { feedback: string | null; approval: ApprovalAnswer } }> {
     const approvalId = idFromVisit(visitKeyOf(this.row.id, name, visit), 'approval');
     if (this.snap.status !== 'waiting_for_human_input') {
       const prompt = renderTemplate(state.prompt, this.scope());
@@ -270,6 +289,11 @@ export class WorkflowRun {
           }),
       );
     }
+    // Brought back from parking by its answer: the claim read it already (one round trip less on the wake path).
+    // A pending one is read again below, after the wake-up is armed, so that no wake-up is missed.
+    const answered = this.answer?.id === approvalId && this.answer.status !== 'pending' ? this.answer : undefined;
+    this.answer = undefined;
+    if (answered) return this.humanResult(state, name, answered);
     if (state.timeout_seconds !== undefined) this.deps.onApprovalCreated(approvalId);
     const parker = this.deps.parker;
     const pollMs = this.deps.pollMs ?? DEFAULT_POLL_MS;
@@ -300,7 +324,7 @@ export class WorkflowRun {
     }
   }
 
-  private humanResult(state: HumanState, name: string, a: ApprovalRow): { result: StateResult; human?: { feedback: string | null; approval: ApprovalRow } } {
+  private humanResult(state: HumanState, name: string, a: ApprovalAnswer): { result: StateResult; human?: { feedback: string | null; approval: ApprovalAnswer } } {
     let response: string;
     let feedback: string | null;
     switch (a.status) {
@@ -337,7 +361,7 @@ export class WorkflowRun {
     visit: number,
     state: WorkflowState,
     result: StateResult,
-    human: { feedback: string | null; approval: ApprovalRow } | undefined,
+    human: { feedback: string | null; approval: ApprovalAnswer } | undefined,
   ): Promise<void> {
     const s = this.snap;
     // Keys a state writes explicitly (update_blackboard, result_key) win over its own output record of the same name.

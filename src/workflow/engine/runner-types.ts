@@ -67,6 +67,19 @@ export interface StateRunContext {
    * engine (runner tests): the runner polls.
    */
   wake?: (topic: string, maxMs: number, signal: AbortSignal) => Promise<void>;
+  /**
+   * A visit that only waits for something recorded elsewhere (a child run's end) may leave memory once it waited
+   * `afterMs` (spec.workflow.park_after_seconds; parking.ts): `park` answers true when the run is now parked — the
+   * runner then throws Passivated, and the visit is run again from its row when a message (or the safety-net scan)
+   * brings the run back, so what it waits for must be found again from its visitKey. Absent: the node does not park.
+   */
+  idle?: IdleVisit;
+}
+
+export interface IdleVisit {
+  afterMs: number;
+  /** `stillWaiting()` is asked once nothing can be missed any more: false (a wake-up came) leaves the run in memory. */
+  park(stillWaiting: () => boolean): Promise<boolean>;
 }
 
 export type StateRunner<S extends WorkflowState = WorkflowState> = (state: S, ctx: StateRunContext) => Promise<StateResult>;

@@ -48,7 +48,7 @@ const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboa
        final_output = v.final_output, error = v.error, last_seq = v.last_seq,
        last_transition_at = CASE WHEN v.transition THEN now() ELSE w.last_transition_at END,
        completed_at = CASE WHEN v.status IN ('completed', 'failed', 'cancelled') THEN now() ELSE NULL END,
-       updated_at = now()`;
+       wake_at = NULL, updated_at = now()`;
 // The batch travels as one array per column (unnest), so the statement's text is the same whatever the batch size:
 // it runs as a named prepared statement (parsed and planned once per connection) instead of a VALUES list of
 // thousands of placeholders parsed and planned for every batch.

@@ -8,6 +8,7 @@
 // Limits: nesting deeper than 10 fails with SubworkflowDepthExceeded; a workflow already among the ancestors is a
 // cycle, detected here at run time before anything starts. When the parent state times out (or the parent run is
 // cancelled) while a blocking child runs, the child is cancelled. The child's own timeouts are its own.
+import { Passivated } from '../../actors/kind.ts';
 import type { ChildWorkflows } from '../engine/child-types.ts';
 import { idFromVisit } from '../engine/ids.ts';
 import type { StateResult, StateRunContext, StateRunner } from '../engine/runner-types.ts';
@@ -76,8 +77,10 @@ export function subworkflowRunner(deps: SubworkflowDeps): StateRunner<Subworkflo
 
     let terminal: Awaited<ReturnType<ChildWorkflows['waitTerminal']>>;
     try {
-      terminal = await deps.children.waitTerminal(childExecutionId, ctx.signal);
+      terminal = await deps.children.waitTerminal(childExecutionId, ctx.signal, ctx.idle);
     } catch (e) {
+      // Parked: the run left memory; this visit runs again (and finds this child) when the child's end brings it back.
+      if (e instanceof Passivated) throw e;
       if (ctx.signal.aborted) {
         // Parent state timed out or the parent run was cancelled: the child must not outlive the state.
         await deps.children.cancel(childExecutionId).catch((err: unknown) =>
