@@ -17,6 +17,8 @@ import { startScriptedLlm, textReply, toolCall, type ChatRequest } from '../test
 import { createTestDatabase } from '../test/support/pg.ts';
 import { childCpuSeconds, cpuSeconds } from './proc-cpu.ts';
 import { percentile } from './stats.ts';
+import { startPrivatePg, type PrivatePg } from './private-pg.ts';
+import pg from 'pg';
 
 export interface DensityOptions {
   count: number;
@@ -25,6 +27,8 @@ export interface DensityOptions {
   cpuProfile?: string | undefined;
   /** Extra environment for the node (config overrides). */
   env?: Record<string, string>;
+  /** Run on a private PostgreSQL with pg_stat_statements (bench/private-pg.ts) and report statements per execution. */
+  privatePg?: boolean;
   log?: (line: string) => void;
 }
 
@@ -48,6 +52,8 @@ export interface DensityFigures {
   mainPortLiveMs: { p50: number; p99: number; max: number; probes: number; failures: number };
   nodeRssMiB: { before: number; peak: number };
   sandboxes: { peakLive: number; processesPerSandbox: number; pssMiBPerSandbox: number; rssMiBPerSandbox: number; ussMiBPerSandbox: number };
+  /** With --private-pg: statements per execution over the batch (pg_stat_statements), the top ones by calls. */
+  statements?: { perExecution: number; top: { perExecution: number; query: string }[] };
   loadavg: string;
   wallSeconds: number;
 }
@@ -147,7 +153,8 @@ async function sandboxMemory(nodePid: number): Promise<{ sandboxes: number; proc
 export async function benchDensity(o: DensityOptions): Promise<DensityFigures> {
   const log = o.log ?? (() => undefined);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-density-'));
-  const db = await createTestDatabase();
+  const server: PrivatePg | undefined = o.privatePg ? await startPrivatePg() : undefined;
+  const db = server ? { url: await server.createDatabase('density'), drop: () => server.close() } : await createTestDatabase();
   const llm = await startScriptedLlm(script, { delayMs: o.modelDelayMs });
   const config = path.join(dir, 'node.yaml');
   await writeFile(
@@ -224,6 +231,9 @@ spec:
       }
     })();
 
+    const stats0 = server ? new pg.Client({ connectionString: db.url }) : undefined;
+    await stats0?.connect();
+    await stats0?.query('SELECT pg_stat_statements_reset()');
     if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     const cpu0 = await cpuSeconds(pid);
     const child0 = await childCpuSeconds(pid);
@@ -237,6 +247,20 @@ spec:
     if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     stopHealth = true;
     await Promise.all([threadProbe.done, mainProbe.done, memLoop]);
+    let statements: DensityFigures['statements'];
+    if (stats0) {
+      // The bench's own polling of the list (GET /v1/executions) is counted too; it is listed, so it can be told apart.
+      const st = await stats0.query<{ query: string; calls: string }>(
+        `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls::TEXT AS calls, calls AS n FROM pg_stat_statements
+          WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY n DESC`,
+      );
+      await stats0.end();
+      const per = (n: number) => Math.round((n / o.count) * 100) / 100;
+      statements = {
+        perExecution: per(st.rows.reduce((a, r) => a + Number(r.calls), 0)),
+        top: st.rows.slice(0, 25).map((r) => ({ perExecution: per(Number(r.calls)), query: r.query.slice(0, 160) })),
+      };
+    }
 
     return {
       count: o.count,
@@ -260,6 +284,7 @@ spec:
         rssMiBPerSandbox: peak.sandboxes ? mib(peak.rssKb / peak.sandboxes) : 0,
         ussMiBPerSandbox: peak.sandboxes ? mib(peak.ussKb / peak.sandboxes) : 0,
       },
+      ...(statements ? { statements } : {}),
       loadavg: (await readFile('/proc/loadavg', 'utf8')).trim(),
       wallSeconds: Math.round(wall * 10) / 10,
     };

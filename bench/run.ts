@@ -205,6 +205,7 @@ if (what === 'density') {
     count: arg('count', 100),
     modelDelayMs: arg('delay-ms', 1000),
     cpuProfile: i >= 0 ? path.resolve(process.argv[i + 1] ?? 'density.cpuprofile') : undefined,
+    privatePg: process.argv.includes('--private-pg'),
     log: (l) => process.stdout.write(`${l}\n`),
   });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);

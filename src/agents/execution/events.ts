@@ -5,7 +5,8 @@ import type { ExecutionEvent as ProtoEvent } from '../../gen/orch/runtime/v1/run
 import type { Queryable } from '../../storage/db.ts';
 import { SerializationConflict } from '../../storage/retry.ts';
 import type { Db } from '../../storage/db.ts';
-import { fencedUpdate, type RowFence } from '../../storage/row-lease.ts';
+import { rowLost, type RowFence } from '../../storage/row-lease.ts';
+import { ident } from '../../storage/sql-ident.ts';
 
 export type ExecutionEventType =
   | 'execution_started'
@@ -84,12 +85,17 @@ export async function appendExecutionEvent(
  * claim (a node that lost the execution writes nothing). Answers the event to publish after the commit, or null when
  * it was recorded already.
  *
- * READ COMMITTED, not the database's SERIALIZABLE: the fenced UPDATE locks the execution's row first, so every
- * writer of this execution's events (this, giveUp, a cancel — each updates the row first) waits for the one before
- * it, and the statements after the lock read what it committed; a duplicate seq or key still fails on the unique
- * constraints (SerializationConflict, retried). Under SERIALIZABLE the `MAX(seq)` and key reads took page-level
- * predicate locks on the index all executions share, and a hundred executions announcing at once failed each other
- * until the retry loop gave up (issue 24; test/agents/execution-events-concurrency.test.ts).
+ * READ COMMITTED, not the database's SERIALIZABLE: the fenced UPDATE locks the execution's row, so every writer of
+ * this execution's events (this, giveUp, a cancel — each updates the row first) waits for the one before it. Under
+ * SERIALIZABLE the `MAX(seq)` and key reads took page-level predicate locks on the index all executions share, and a
+ * hundred executions announcing at once failed each other until the retry loop gave up (issue 24;
+ * test/agents/execution-events-concurrency.test.ts).
+ *
+ * The fence, the key check and the insert are ONE statement (issue 24: it was four, plus the whole row parsed back
+ * for every event — a quarter of the statements a busy node ran). All of it reads the statement's snapshot, taken
+ * before the row lock was granted: when another writer of the same execution committed an event in between, the
+ * insert collides with it on a unique constraint, which is a SerializationConflict and the transaction runs again
+ * (then it sees that event: its key is skipped, its seq counted).
  */
 export function recordExecutionEvent(
   db: Db,
@@ -99,11 +105,38 @@ export function recordExecutionEvent(
   payload: Record<string, unknown>,
   set?: { sql: string; params: unknown[] },
 ): Promise<BusEvent<Record<string, unknown>> | null> {
+  const setSql = set ? `${set.sql}, updated_at = now()` : 'updated_at = now()';
+  const params = set?.params ?? [];
+  const n = params.length;
+  const body = JSON.stringify({ execution_id: fence.key, ...payload });
   return db.tx(async (tx: Queryable) => {
     await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
-    if (set) await fencedUpdate(tx, fence, `${set.sql}, updated_at = now()`, set.params);
-    else await fencedUpdate(tx, fence, 'updated_at = now()');
-    return appendExecutionEvent(tx, fence.key, type, key, { execution_id: fence.key, ...payload });
+    try {
+      const res = await tx.query<EventRow & { owned: boolean }>(
+        `WITH owner AS (
+           UPDATE ${ident(fence.table)} SET ${setSql}
+           WHERE ${ident(fence.keyColumn)} = $${n + 1} AND owner_node = $${n + 2} AND epoch = $${n + 3}
+           RETURNING 1
+         ), appended AS (
+           INSERT INTO execution_events (execution_id, seq, type, event_key, payload, recorded_at)
+           SELECT $${n + 1}::UUID, COALESCE((SELECT MAX(seq) FROM execution_events WHERE execution_id = $${n + 1}::UUID), 0) + 1,
+                  $${n + 4}::TEXT, $${n + 5}::TEXT, $${n + 6}::JSONB, now()
+           WHERE EXISTS (SELECT 1 FROM owner)
+             AND NOT EXISTS (SELECT 1 FROM execution_events WHERE execution_id = $${n + 1}::UUID AND event_key = $${n + 5}::TEXT)
+           RETURNING execution_id, seq, type, payload, recorded_at
+         )
+         SELECT EXISTS (SELECT 1 FROM owner) AS owned, a.* FROM (SELECT 1) AS one LEFT JOIN appended a ON TRUE`,
+        [...params, fence.key, fence.nodeId, fence.epoch, type, key, body],
+      );
+      const row = res.rows[0]!;
+      if (!row.owned) throw rowLost(fence);
+      return row.seq === null || row.seq === undefined ? null : toBusEvent(row);
+    } catch (err) {
+      if (isUniqueViolation(err, 'execution_events_pkey') || isUniqueViolation(err, 'execution_events_execution_id_event_key_key')) {
+        throw new SerializationConflict(`concurrent append to execution ${fence.key}`, { cause: err });
+      }
+      throw err;
+    }
   });
 }
 

@@ -3,7 +3,8 @@
 // `it2:tool:<call id>`) and takes the recorded result instead of calling the model or running the tool again.
 // Writes are fenced by the execution row's claim, so a node that lost the execution cannot add to its journal.
 import type { Db } from '../../storage/db.ts';
-import { fencedUpdate, type RowFence } from '../../storage/row-lease.ts';
+import { rowLost, type RowFence } from '../../storage/row-lease.ts';
+import { ident } from '../../storage/sql-ident.ts';
 
 export type JournalKind = 'llm' | 'tool' | 'judge' | 'memory';
 
@@ -36,20 +37,36 @@ export class Journal {
     return this.entries.has(key);
   }
 
-  /** The recorded result of `key`, or runs `produce`, records its result (fenced) and answers it. */
-  async step<T>(key: string, kind: JournalKind, produce: () => Promise<T>): Promise<T> {
+  /**
+   * The recorded result of `key`, or runs `produce`, records its result (fenced) and answers it. `alsoSet` (SQL and
+   * parameters as `$1..$n`, e.g. the model's token counts) changes the execution's row in the same statement, so it
+   * is written exactly when the step is recorded, in no extra round trip.
+   */
+  async step<T>(key: string, kind: JournalKind, produce: () => Promise<T>, alsoSet?: (result: T) => { sql: string; params: unknown[] }): Promise<T> {
     if (this.entries.has(key)) {
       this.replayed++;
       return this.entries.get(key) as T;
     }
     const result = await produce();
-    await this.db.tx(async (tx) => {
-      await fencedUpdate(tx, this.fence, 'updated_at = now()');
-      await tx.query(
-        `INSERT INTO execution_journal (execution_id, step_key, kind, result) VALUES ($1, $2, $3, $4::JSONB)`,
-        [this.executionId, key, kind, JSON.stringify(result ?? null)],
-      );
-    });
+    const set = alsoSet?.(result);
+    const params = set?.params ?? [];
+    const n = params.length;
+    // One statement (issue 24: it was a transaction of four, with the whole row parsed back): the fenced UPDATE and
+    // the insert commit together or not at all, and a node that lost the claim inserts nothing.
+    const res = await this.db.query<{ owned: boolean }>(
+      `WITH owner AS (
+         UPDATE ${ident(this.fence.table)} SET ${set ? `${set.sql}, ` : ''}updated_at = now()
+         WHERE ${ident(this.fence.keyColumn)} = $${n + 1} AND owner_node = $${n + 2} AND epoch = $${n + 3}
+         RETURNING 1
+       ), recorded AS (
+         INSERT INTO execution_journal (execution_id, step_key, kind, result)
+         SELECT $${n + 4}::UUID, $${n + 5}::TEXT, $${n + 6}::TEXT, $${n + 7}::JSONB WHERE EXISTS (SELECT 1 FROM owner)
+         RETURNING 1
+       )
+       SELECT EXISTS (SELECT 1 FROM owner) AS owned`,
+      [...params, this.fence.key, this.fence.nodeId, this.fence.epoch, this.executionId, key, kind, JSON.stringify(result ?? null)],
+    );
+    if (!res.rows[0]?.owned) throw rowLost(this.fence);
     this.entries.set(key, result);
     return result;
   }

@@ -10,7 +10,7 @@ import type { BusEvent, EventBus } from '../../bus/bus.ts';
 import { Errors, isOrchError } from '../../errors/catalog.ts';
 import type { Logger } from '../../logging/logger.ts';
 import type { Db, Queryable } from '../../storage/db.ts';
-import { fencedUpdate, type RowFence } from '../../storage/row-lease.ts';
+import { fencedWrite, type RowFence } from '../../storage/row-lease.ts';
 import type { LlmMessage, LlmRegistry, LlmResponse } from '../llm/types.ts';
 import type { AgentManifest } from '../manifest/types.ts';
 import type { ContainerRuntime } from '../runtime/types.ts';
@@ -270,7 +270,7 @@ export class ExecutionLoop {
       const sandboxId = sandbox.handle.id;
       this.unregisterCommands = this.deps.sandboxCommands.register(this.id, (req) => rt.exec!(sandboxId, req));
     }
-    await fencedUpdate(this.deps.db, this.fence, 'container_id = $1, attestation_secret_sha256 = $2, updated_at = now()', [sandbox.handle.id, sandbox.attestationSecretSha256 ?? null]);
+    await fencedWrite(this.deps.db, this.fence, 'container_id = $1, attestation_secret_sha256 = $2, updated_at = now()', [sandbox.handle.id, sandbox.attestationSecretSha256 ?? null]);
     this.toolCtx = {
       manifest: this.m,
       mounts,
@@ -527,12 +527,12 @@ export class ExecutionLoop {
         } finally {
           llmDeadline.dispose();
         }
-        await fencedUpdate(this.deps.db, this.fence, 'prompt_tokens = prompt_tokens + $1, completion_tokens = completion_tokens + $2', [
-          res.usage.prompt_tokens,
-          res.usage.completion_tokens,
-        ]);
         return res;
-      });
+      }, (res) => ({
+        // Counted in the journal entry's statement (one round trip, not two): they are written exactly when the answer is.
+        sql: 'prompt_tokens = prompt_tokens + $1, completion_tokens = completion_tokens + $2',
+        params: [res.usage.prompt_tokens, res.usage.completion_tokens],
+      }));
       messages.push({ role: 'assistant', content: answer.content, ...(answer.tool_calls.length ? { tool_calls: answer.tool_calls } : {}) });
       if (answer.content) {
         await this.emit('iteration_output', `it${n}:out:${turn}`, { iteration_number: n, output: answer.content, emitted_at: now() });
