@@ -8,6 +8,7 @@ import { BillingService } from '../../src/billing/service.ts';
 import { installAuth } from '../../src/gateway/http/auth-hook.ts';
 import { registerBillingRoutes } from '../../src/gateway/http/billing-routes.ts';
 import { installErrorHandling } from '../../src/gateway/http/errors.ts';
+import { installRequestSchemas } from '../../src/gateway/http/request-schemas.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { openDb } from '../../src/storage/open.ts';
@@ -29,7 +30,9 @@ const now = Math.floor(Date.UTC(2026, 10, 1) / 1000);
 
 async function serve(billing: BillingService): Promise<{ app: FastifyInstance; base: string; idp: Awaited<ReturnType<typeof makeTestIdp>> }> {
   const idp = await makeTestIdp();
-  const app = Fastify();
+  // As buildHttpApp makes it: schemas checked, never coerced, attached to the routes (request-schemas.ts).
+  const app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+  installRequestSchemas(app);
   installErrorHandling(app);
   installAuth(app, createJwtAuthenticator({ jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience }));
   registerBillingRoutes(app, billing);

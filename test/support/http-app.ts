@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
 import { installAuth } from '../../src/gateway/http/auth-hook.ts';
 import { installErrorHandling } from '../../src/gateway/http/errors.ts';
+import { installRequestSchemas } from '../../src/gateway/http/request-schemas.ts';
 import { registerUnimplementedRoutes } from '../../src/gateway/http/unimplemented.ts';
 import type { TestIdp } from './jwks.ts';
 
@@ -15,7 +16,9 @@ export interface AuthedApp {
 }
 
 export async function startAuthedApp(idp: TestIdp, register: (app: FastifyInstance) => Promise<void> | void): Promise<AuthedApp> {
-  const app = Fastify();
+  // As buildHttpApp makes it: the route schemas attached as routes are registered, checked and never coerced.
+  const app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+  installRequestSchemas(app);
   installErrorHandling(app);
   installAuth(app, createJwtAuthenticator({ jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience }));
   await register(app);

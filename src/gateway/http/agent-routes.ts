@@ -6,11 +6,11 @@
 import type { FastifyInstance } from 'fastify';
 import { AgentManifestInvalid, SCOPES, type AgentScope, type AgentService } from '../../agents/service.ts';
 import { principalOf } from './auth-hook.ts';
-import { deployInput, manifestErrors, viewerOf, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
-import { Errors, OrchError } from '../../errors/catalog.ts';
+import { deployInput, manifestErrors, viewerOf, type DeployBody, type DeployQuery } from './deploy-input.ts';
+import { YAML_TYPES, type RequestOf } from './request-schemas.ts';
 
 /** The manifest text and options of a deploy (deploy-input.ts), scoped to the agent scopes. */
-function agentDeployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
+function agentDeployInput(body: DeployBody, query: DeployQuery): { yaml: string; force: boolean; scope?: AgentScope } {
   return deployInput(body, query, SCOPES, 'body must be {"manifest_yaml": "...", "force"?: bool} or the YAML itself (Content-Type: application/yaml)');
 }
 
@@ -23,12 +23,12 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
       return { agents: await agents.list(tenant, viewer) };
     });
 
-    scope.get<{ Params: { name: string } }>('/v1/agents/lookup/:name', async (request) => {
+    scope.get<RequestOf<'GET /v1/agents/lookup/:name'>>('/v1/agents/lookup/:name', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       return agents.lookup(tenant, request.params.name, viewer);
     });
 
-    scope.post<{ Querystring: DeployQuery }>('/v1/agents', async (request, reply) => {
+    scope.post<RequestOf<'POST /v1/agents'>>('/v1/agents', async (request, reply) => {
       const p = principalOf(request);
       const input = agentDeployInput(request.body, request.query);
       return manifestErrors(reply, AgentManifestInvalid, async () => {
@@ -37,14 +37,12 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
       });
     });
 
-    scope.get<{ Params: { id: string }; Querystring: { version?: string } }>('/v1/agents/:id', async (request) => {
+    scope.get<RequestOf<'GET /v1/agents/:id'>>('/v1/agents/:id', async (request) => {
       const { tenant, viewer } = viewerOf(request);
-      const version = request.query.version;
-      if (version !== undefined && typeof version !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'version must be given once');
-      return agents.get(tenant, request.params.id, viewer, version);
+      return agents.get(tenant, request.params.id, viewer, request.query.version);
     });
 
-    scope.put<{ Params: { id: string }; Querystring: DeployQuery }>('/v1/agents/:id', async (request, reply) => {
+    scope.put<RequestOf<'PUT /v1/agents/:id'>>('/v1/agents/:id', async (request, reply) => {
       const { tenant, viewer } = viewerOf(request);
       const input = agentDeployInput(request.body, request.query);
       return manifestErrors(reply, AgentManifestInvalid, async () => {
@@ -53,12 +51,12 @@ export async function registerAgentRoutes(app: FastifyInstance, agents: AgentSer
       });
     });
 
-    scope.delete<{ Params: { id: string }; Querystring: { version?: string } }>('/v1/agents/:id', async (request) => {
+    scope.delete<RequestOf<'DELETE /v1/agents/:id'>>('/v1/agents/:id', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       return agents.remove(tenant, request.params.id, viewer, request.query.version);
     });
 
-    scope.get<{ Params: { id: string } }>('/v1/agents/:id/versions', async (request) => {
+    scope.get<RequestOf<'GET /v1/agents/:id/versions'>>('/v1/agents/:id/versions', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       return agents.versions(tenant, request.params.id, viewer);
     });

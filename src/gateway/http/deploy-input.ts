@@ -6,14 +6,11 @@ import { Errors, OrchError } from '../../errors/catalog.ts';
 import type { Role } from '../../auth/principal.ts';
 import { principalOf } from './auth-hook.ts';
 import { MANIFEST_LIMITS } from '../../agents/manifest/yaml-limits.ts';
+import type { RequestOf } from './request-schemas.ts';
 
-/** Content types whose body is the manifest's YAML text itself. */
-export const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
-
-export interface DeployQuery {
-  force?: string;
-  scope?: string;
-}
+/** A deploy's body and query string as their route schemas validated them (request-schemas.ts). */
+export type DeployBody = RequestOf<'POST /v1/agents'>['Body'];
+export type DeployQuery = RequestOf<'POST /v1/agents'>['Querystring'];
 
 /** A boolean from JSON or a query string (`true`, `1`, empty = true; `false`, `0` = false); absent = false. */
 export function flag(v: unknown, name: string): boolean {
@@ -33,16 +30,16 @@ export function scopeOf<S extends string>(v: unknown, scopes: readonly S[]): S |
 
 /**
  * The manifest text and options from either body form: the YAML itself (options in the query) or JSON
- * `{manifest_yaml, force?, scope?}` (options in the body, else the query). `shape` is the sentence a wrong body gets.
+ * `{manifest_yaml, force?, scope?}` (options in the body, else the query); the route schema has checked the JSON
+ * form. `shape` is the sentence an absent body gets (no Content-Type, so neither form).
  */
-export function deployInput<S extends string>(body: unknown, query: DeployQuery, scopes: readonly S[], shape: string): { yaml: string; force: boolean; scope?: S } {
+export function deployInput<S extends string>(body: DeployBody, query: DeployQuery, scopes: readonly S[], shape: string): { yaml: string; force: boolean; scope?: S } {
   if (typeof body === 'string') {
     const scope = scopeOf(query.scope, scopes);
     return { yaml: boundedManifest(body), force: flag(query.force, 'force'), ...(scope ? { scope } : {}) };
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, shape);
-  const b = body as { manifest_yaml?: unknown; force?: unknown; scope?: unknown };
-  if (typeof b.manifest_yaml !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'manifest_yaml is required and must be a string');
+  if (body === undefined || body === null) throw new OrchError(Errors.BAD_REQUEST, shape);
+  const b = body;
   const scope = scopeOf(b.scope ?? query.scope, scopes);
   return { yaml: boundedManifest(b.manifest_yaml), force: flag(b.force ?? query.force, 'force'), ...(scope ? { scope } : {}) };
 }

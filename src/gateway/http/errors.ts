@@ -4,6 +4,12 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { errorBody, isOrchError } from '../../errors/catalog.ts';
 import { DependencyUnavailable, isOutage, OUTAGE_RETRY_AFTER_SECONDS } from '../../errors/outage.ts';
 
+/**
+ * A route schema's failure whose message a seed fixes (request-schemas.ts `messages`): answered as it is, without
+ * the `invalid request:` prefix. A plain Error, because fastify sets `code` and `validation` on it.
+ */
+export class ExactValidationMessage extends Error {}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | Error, request, reply) => {
     // A dependency outage (database or Redis down, however deep in the cause chain the driver's error sits, also
@@ -25,7 +31,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const fe = err as FastifyError;
     if (fe.validation) {
-      return reply.status(400).send({ error: `invalid request: ${fe.message}` });
+      return reply.status(400).send({ error: err instanceof ExactValidationMessage ? err.message : `invalid request: ${fe.message}` });
     }
     if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
       // Fastify's own client errors: bad JSON, unsupported media type, body too large.

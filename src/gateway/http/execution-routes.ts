@@ -1,41 +1,28 @@
 // Executions over HTTP (seed 000 and CONTRACT.md): start, list, detail, cancel, remove, logs, and the live event
 // stream as Server-Sent Events. All of it is ExecutionService; this file only translates.
 import type { FastifyInstance } from 'fastify';
-import { Errors, OrchError } from '../../errors/catalog.ts';
 import { toJsonEvent } from '../../agents/execution/events.ts';
 import { ExecutionService } from '../../agents/execution/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
 import { preferWaitSeconds } from './prefer.ts';
-import { ExecutionListQuery, IdParams, PageQuery } from './route-schemas.ts';
+import type { RequestOf } from './request-schemas.ts';
 import { resumeFrom, streamSse } from './sse.ts';
 
-interface StartBody {
-  agent_id?: unknown;
-  input?: unknown;
-  context_json?: unknown;
-  context_overrides?: unknown;
-  intent?: unknown;
-}
+type StartBody = RequestOf<'POST /v1/executions'>['Body'];
 
-function inputOf(body: StartBody | undefined): string {
-  if (body?.input === undefined) throw new OrchError(Errors.BAD_REQUEST, 'input is required');
-  if (typeof body.input !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'input must be a string');
-  return body.input;
-}
-
-function contextOf(body: StartBody | undefined): string | undefined {
-  const c = body?.context_json ?? body?.context_overrides;
+/** The run's context as the service takes it: a JSON text (context_overrides is the seed's alias). */
+function contextOf(body: Pick<StartBody, 'context_json' | 'context_overrides'>): string | undefined {
+  const c = body.context_json ?? body.context_overrides;
   if (c === undefined || c === null) return undefined;
   return typeof c === 'string' ? c : JSON.stringify(c);
 }
 
 export function registerExecutionRoutes(app: FastifyInstance, executions: ExecutionService): void {
-  app.post<{ Body: StartBody }>('/v1/executions', async (request, reply) => {
+  app.post<RequestOf<'POST /v1/executions'>>('/v1/executions', async (request, reply) => {
     const p = principalOf(request);
-    const agentId = request.body?.agent_id;
-    if (typeof agentId !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'Invalid agent ID');
-    const req = { tenant: p.tenantId, agentId, input: inputOf(request.body), contextJson: contextOf(request.body) };
+    const b = request.body;
+    const req = { tenant: p.tenantId, agentId: b.agent_id, input: b.input, contextJson: contextOf(b) };
     // Run-and-wait (issue 16): `Prefer: wait=N` answers the execution's view (status, final_output, reason) when it
     // ends within N seconds, else `{execution_id}` as without it. A malformed preference is ignored (RFC 7240).
     const wait = preferWaitSeconds(request.headers.prefer);
@@ -52,12 +39,12 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     }
   });
 
-  app.post<{ Params: { id: string }; Body: StartBody }>('/v1/agents/:id/execute', async (request) => {
+  app.post<RequestOf<'POST /v1/agents/:id/execute'>>('/v1/agents/:id/execute', async (request) => {
     const p = principalOf(request);
-    return executions.start({ tenant: p.tenantId, agentId: request.params.id, input: inputOf(request.body), contextJson: contextOf(request.body) });
+    return executions.start({ tenant: p.tenantId, agentId: request.params.id, input: request.body.input, contextJson: contextOf(request.body) });
   });
 
-  app.get<{ Querystring: ExecutionListQuery }>('/v1/executions', { schema: { querystring: ExecutionListQuery } }, async (request) => {
+  app.get<RequestOf<'GET /v1/executions'>>('/v1/executions', async (request) => {
     const p = principalOf(request);
     const q = request.query;
     const limit = intParam(q.limit, 'limit');
@@ -72,31 +59,29 @@ export function registerExecutionRoutes(app: FastifyInstance, executions: Execut
     return { executions: list };
   });
 
-  app.get<{ Params: IdParams }>('/v1/executions/:id', { schema: { params: IdParams } }, async (request) => executions.get(principalOf(request).tenantId, request.params.id));
+  app.get<RequestOf<'GET /v1/executions/:id'>>('/v1/executions/:id', async (request) => executions.get(principalOf(request).tenantId, request.params.id));
 
-  app.post<{ Params: { id: string } }>('/v1/executions/:id/cancel', async (request) => executions.cancel(principalOf(request).tenantId, request.params.id));
+  app.post<RequestOf<'POST /v1/executions/:id/cancel'>>('/v1/executions/:id/cancel', async (request) => executions.cancel(principalOf(request).tenantId, request.params.id));
 
-  app.delete<{ Params: { id: string } }>('/v1/executions/:id', async (request) => {
+  app.delete<RequestOf<'DELETE /v1/executions/:id'>>('/v1/executions/:id', async (request) => {
     await executions.remove(principalOf(request).tenantId, request.params.id);
     return { removed: true };
   });
 
-  app.get<{ Params: IdParams; Querystring: PageQuery }>('/v1/executions/:id/logs', { schema: { params: IdParams, querystring: PageQuery } }, async (request) =>
+  app.get<RequestOf<'GET /v1/executions/:id/logs'>>('/v1/executions/:id/logs', async (request) =>
     executions.logs(principalOf(request).tenantId, request.params.id, intParam(request.query.limit, 'limit') ?? 50, intParam(request.query.offset, 'offset') ?? 0),
   );
 
-  app.get<{ Params: { id: string } }>('/v1/executions/:id/timeline', async (request) => executions.timeline(principalOf(request).tenantId, request.params.id));
+  app.get<RequestOf<'GET /v1/executions/:id/timeline'>>('/v1/executions/:id/timeline', async (request) => executions.timeline(principalOf(request).tenantId, request.params.id));
 
-  app.get<{ Params: { id: string }; Querystring: { follow?: string } }>('/v1/executions/:id/stream', async (request, reply) => {
-    const follow = request.query.follow;
-    if (follow !== undefined && follow !== 'true' && follow !== 'false') throw new OrchError(Errors.BAD_REQUEST, 'follow must be true or false');
+  app.get<RequestOf<'GET /v1/executions/:id/stream'>>('/v1/executions/:id/stream', async (request, reply) => {
     const tenant = principalOf(request).tenantId;
     const id = request.params.id;
     const from = resumeFrom(request.headers['last-event-id']);
     // 404/400 before the 200 goes out. Without follow: only the events recorded when the request came
     // (`orch execution logs` without --follow), then the stream ends.
     await executions.get(tenant, id);
-    const until = follow === 'false' ? await executions.lastSeq(tenant, id) : Number.POSITIVE_INFINITY;
+    const until = request.query.follow === 'false' ? await executions.lastSeq(tenant, id) : Number.POSITIVE_INFINITY;
     await streamSse(reply, {
       what: 'execution events',
       follow: (seq, deliver) => executions.follow(tenant, id, deliver, seq),

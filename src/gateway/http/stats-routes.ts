@@ -10,16 +10,16 @@ import { readUsage } from '../../stats/usage.ts';
 import type { Queryable } from '../../storage/db.ts';
 import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
+import type { RequestOf } from './request-schemas.ts';
 
 export function registerStatsRoutes(app: FastifyInstance, stats: StatsService, db: Queryable): void {
-  app.get<{ Querystring: { minutes?: string } }>('/v1/stats/history', async (request) =>
+  app.get<RequestOf<'GET /v1/stats/history'>>('/v1/stats/history', async (request) =>
     stats.history(principalOf(request).tenantId, intParam(request.query.minutes, 'minutes') ?? 60),
   );
 
-  app.get<{ Querystring: { minutes?: string; scope?: string } }>('/v1/stats/usage', async (request) => {
+  app.get<RequestOf<'GET /v1/stats/usage'>>('/v1/stats/usage', async (request) => {
     const p = principalOf(request);
     const scope = request.query.scope ?? 'tenant';
-    if (scope !== 'tenant' && scope !== 'cluster') throw new OrchError(Errors.BAD_REQUEST, 'scope must be tenant or cluster');
     if (scope === 'cluster' && !hasRole(p, 'operator')) throw new OrchError(Errors.FORBIDDEN, 'usage of every tenant needs the operator role');
     return readUsage(db, stats.prices, { tenant: p.tenantId, minutes: intParam(request.query.minutes, 'minutes') ?? 60, cluster: scope === 'cluster' });
   });

@@ -4,12 +4,12 @@
 // secret from the environment at request time and hands it to the signature check.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { SYSTEM_TENANT } from '../../auth/principal.ts';
-import { Errors, OrchError } from '../../errors/catalog.ts';
 import { SIGNATURE_HEADER, verifyWebhookSignature, webhookSecretVariable } from '../../stimuli/signature.ts';
 import type { StimulusService } from '../../stimuli/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { intParam } from './query-params.ts';
 import { scanJson } from './input-guard.ts';
+import type { RequestOf } from './request-schemas.ts';
 
 /** The tenant webhooks are ingested in (the route carries no identity); docs/STIMULI.md. */
 export const WEBHOOK_TENANT = SYSTEM_TENANT;
@@ -43,13 +43,9 @@ export interface StimulusRouteOptions {
 }
 
 export async function registerStimulusRoutes(app: FastifyInstance, stimuli: StimulusService, o: StimulusRouteOptions = {}): Promise<void> {
-  app.post('/v1/stimuli', async (request) => {
+  app.post<RequestOf<'POST /v1/stimuli'>>('/v1/stimuli', async (request) => {
     const p = principalOf(request);
-    const body = request.body;
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, 'body must be a JSON object with source and content');
-    const b = body as { source?: unknown; content?: unknown; idempotency_key?: unknown; headers?: unknown };
-    if (b.source === undefined) throw new OrchError(Errors.BAD_REQUEST, 'source is required');
-    if (b.content === undefined) throw new OrchError(Errors.BAD_REQUEST, 'content is required');
+    const b = request.body;
     // The content is parsed as JSON later (the workflow's input): the same bounds as a JSON body apply to it.
     if (typeof b.content === 'string') boundedContent(b.content);
     return stimuli.ingest({
@@ -63,24 +59,24 @@ export async function registerStimulusRoutes(app: FastifyInstance, stimuli: Stim
     });
   });
 
-  app.get('/v1/stimuli', async (request) => {
+  app.get<RequestOf<'GET /v1/stimuli'>>('/v1/stimuli', async (request) => {
     const p = principalOf(request);
-    const q = request.query as Record<string, string | undefined>;
+    const q = request.query;
     const items = await stimuli.list(p.tenantId, { source: q.source, status: q.status, limit: intParam(q.limit, 'limit', { min: 1, max: 200 }), offset: intParam(q.offset, 'offset') });
     return { stimuli: items, count: items.length };
   });
 
-  app.get('/v1/stimuli/:id', async (request) => {
+  app.get<RequestOf<'GET /v1/stimuli/:id'>>('/v1/stimuli/:id', async (request) => {
     const p = principalOf(request);
-    return stimuli.get(p.tenantId, (request.params as { id: string }).id);
+    return stimuli.get(p.tenantId, request.params.id);
   });
 
   await app.register(async (scope) => {
     // Encapsulated: only the webhook route sees raw bytes, whatever the content type (the HMAC is over them).
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-    scope.post('/v1/webhooks/:source', async (request) => {
-      const source = (request.params as { source: string }).source;
+    scope.post<RequestOf<'POST /v1/webhooks/:source'>>('/v1/webhooks/:source', async (request) => {
+      const source = request.params.source;
       const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
       const env = o.env ?? process.env;
       verifyWebhookSignature(header(request, SIGNATURE_HEADER), env[webhookSecretVariable(source)], raw);

@@ -1,33 +1,25 @@
 // Workflow runs over HTTP (seed 000 and CONTRACT.md): run, list, detail, signal, cancel, remove, paged logs and the
 // live event stream as Server-Sent Events. All of it is WorkflowExecutionService; this file only translates.
-import { IdParams, PageQuery, WorkflowRunListQuery } from './route-schemas.ts';
 import type { FastifyInstance } from 'fastify';
 import { Errors, OrchError } from '../../errors/catalog.ts';
 import { WorkflowExecutionService } from '../../workflow/service.ts';
 import { principalOf } from './auth-hook.ts';
 import { preferWaitSeconds } from './prefer.ts';
 import { intParam } from './query-params.ts';
+import type { RequestOf } from './request-schemas.ts';
 import { resumeFrom, streamSse } from './sse.ts';
 
-interface RunBody {
-  input?: unknown;
-  intent?: unknown;
-  blackboard?: unknown;
-  version?: unknown;
-}
-
 export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: WorkflowExecutionService): void {
-  app.post<{ Params: { name: string }; Body: RunBody }>('/v1/workflows/:name/run', async (request, reply) => {
+  app.post<RequestOf<'POST /v1/workflows/:name/run'>>('/v1/workflows/:name/run', async (request, reply) => {
     const p = principalOf(request);
     const b = request.body ?? {};
-    if (b.version !== undefined && typeof b.version !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'version must be a string');
     const req = {
       tenant: p.tenantId,
       workflow: request.params.name,
       input: b.input,
       intent: b.intent,
       blackboard: b.blackboard,
-      version: b.version as string | undefined,
+      version: b.version,
       userId: p.subject,
     };
     // Run-and-wait (issue 16): `Prefer: wait=N` answers 200 with the run's end if it comes within N seconds, else
@@ -46,7 +38,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     }
   });
 
-  app.get<{ Querystring: WorkflowRunListQuery }>('/v1/workflows/executions', { schema: { querystring: WorkflowRunListQuery } }, async (request) => {
+  app.get<RequestOf<'GET /v1/workflows/executions'>>('/v1/workflows/executions', async (request) => {
     const q = request.query;
     const limit = intParam(q.limit, 'limit');
     const offset = intParam(q.offset, 'offset');
@@ -60,28 +52,26 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     return { executions, count: executions.length };
   });
 
-  app.get<{ Params: IdParams }>('/v1/workflows/executions/:id', { schema: { params: IdParams } }, async (request) => runs.get(principalOf(request).tenantId, request.params.id));
+  app.get<RequestOf<'GET /v1/workflows/executions/:id'>>('/v1/workflows/executions/:id', async (request) => runs.get(principalOf(request).tenantId, request.params.id));
 
-  app.post<{ Params: { id: string }; Body: { response?: unknown } }>('/v1/workflows/executions/:id/signal', async (request) => {
+  app.post<RequestOf<'POST /v1/workflows/executions/:id/signal'>>('/v1/workflows/executions/:id/signal', async (request) => {
     const p = principalOf(request);
-    const response = request.body?.response;
-    if (typeof response !== 'string') throw new OrchError(Errors.BAD_REQUEST, 'response is required and must be a string');
-    const out = await runs.signal(p.tenantId, request.params.id, response, p.subject);
+    const out = await runs.signal(p.tenantId, request.params.id, request.body.response, p.subject);
     if (!out.signalled) throw new OrchError(Errors.CONFLICT, out.error ?? 'execution is not waiting for human input');
     return { signalled: true, execution_id: request.params.id };
   });
 
-  app.post<{ Params: { id: string } }>('/v1/workflows/executions/:id/cancel', async (request) => {
+  app.post<RequestOf<'POST /v1/workflows/executions/:id/cancel'>>('/v1/workflows/executions/:id/cancel', async (request) => {
     const out = await runs.cancel(principalOf(request).tenantId, request.params.id);
     return { ...out, execution_id: request.params.id };
   });
 
-  app.delete<{ Params: { id: string } }>('/v1/workflows/executions/:id', async (request) => {
+  app.delete<RequestOf<'DELETE /v1/workflows/executions/:id'>>('/v1/workflows/executions/:id', async (request) => {
     await runs.remove(principalOf(request).tenantId, request.params.id);
     return { removed: true, execution_id: request.params.id };
   });
 
-  app.get<{ Params: IdParams; Querystring: PageQuery }>('/v1/workflows/executions/:id/logs', { schema: { params: IdParams, querystring: PageQuery } }, async (request) => {
+  app.get<RequestOf<'GET /v1/workflows/executions/:id/logs'>>('/v1/workflows/executions/:id/logs', async (request) => {
     const out = await runs.logs(
       principalOf(request).tenantId,
       request.params.id,
@@ -91,7 +81,7 @@ export function registerWorkflowExecutionRoutes(app: FastifyInstance, runs: Work
     return { execution_id: out.execution_id, events: out.events, count: out.count, limit: out.limit, offset: out.offset, total: out.total };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/workflows/executions/:id/stream', async (request, reply) => {
+  app.get<RequestOf<'GET /v1/workflows/executions/:id/stream'>>('/v1/workflows/executions/:id/stream', async (request, reply) => {
     const tenant = principalOf(request).tenantId;
     const id = request.params.id;
     // follow() validates (400/404) before it delivers anything: one row read per stream, and for a run started

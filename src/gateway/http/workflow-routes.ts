@@ -7,7 +7,6 @@
 // All of it is WorkflowDefinitionService; this file only translates. The routes live in their own encapsulated
 // scope so the YAML body parser applies to them only.
 import type { FastifyInstance } from 'fastify';
-import { Errors, OrchError } from '../../errors/catalog.ts';
 import {
   WORKFLOW_SCOPES,
   WorkflowManifestInvalid,
@@ -15,32 +14,17 @@ import {
   type WorkflowDefinitionService,
   type WorkflowScope,
 } from '../../workflow/registry/service.ts';
-import { deployInput, manifestErrors, viewerOf, YAML_TYPES, type DeployQuery } from './deploy-input.ts';
-
-interface ScopeBody {
-  target_scope?: unknown;
-  user_id?: unknown;
-  version?: unknown;
-}
-
-function optionalString(v: unknown, name: string): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || v === '') throw new OrchError(Errors.BAD_REQUEST, `${name} must be a non-empty string`);
-  return v;
-}
+import { deployInput, manifestErrors, viewerOf, type DeployBody, type DeployQuery } from './deploy-input.ts';
+import { YAML_TYPES, type RequestOf } from './request-schemas.ts';
 
 /** The manifest text and options of a deploy (deploy-input.ts), scoped to the workflow scopes. */
-function workflowDeployInput(body: unknown, query: DeployQuery): { yaml: string; force: boolean; scope?: WorkflowScope } {
+function workflowDeployInput(body: DeployBody, query: DeployQuery): { yaml: string; force: boolean; scope?: WorkflowScope } {
   return deployInput(body, query, WORKFLOW_SCOPES, 'body must be {"manifest_yaml": "...", "force"?: bool, "scope"?: "user"|"tenant"|"global"} or the YAML itself (Content-Type: application/yaml)');
 }
 
-function scopeChange(body: unknown): { target_scope?: string; user_id?: string; version?: string } {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== 'object' || Array.isArray(body)) throw new OrchError(Errors.BAD_REQUEST, 'body must be {"target_scope"?, "user_id"?, "version"?}');
-  const b = body as ScopeBody;
-  const target = optionalString(b.target_scope, 'target_scope');
-  const user = optionalString(b.user_id, 'user_id');
-  const version = optionalString(b.version, 'version');
+/** A promote or demote body (its route schema checked each field is a non-empty string or null) without the nulls. */
+function scopeChange(body: RequestOf<'POST /v1/workflows/:name/promote'>['Body']): { target_scope?: string; user_id?: string; version?: string } {
+  const { target_scope: target, user_id: user, version } = body ?? {};
   return { ...(target ? { target_scope: target } : {}), ...(user ? { user_id: user } : {}), ...(version ? { version } : {}) };
 }
 
@@ -48,7 +32,7 @@ export async function registerWorkflowRoutes(app: FastifyInstance, workflows: Wo
   await app.register(async (scope) => {
     scope.addContentTypeParser(YAML_TYPES, { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-    scope.post<{ Querystring: DeployQuery }>('/v1/workflows', async (request, reply) => {
+    scope.post<RequestOf<'POST /v1/workflows'>>('/v1/workflows', async (request, reply) => {
       const { tenant, viewer } = viewerOf(request);
       const input = workflowDeployInput(request.body, request.query);
       return manifestErrors(reply, WorkflowManifestInvalid, async () => {
@@ -57,37 +41,34 @@ export async function registerWorkflowRoutes(app: FastifyInstance, workflows: Wo
       });
     });
 
-    scope.get<{ Querystring: { scope?: string } }>('/v1/workflows', async (request) => {
+    scope.get<RequestOf<'GET /v1/workflows'>>('/v1/workflows', async (request) => {
       const { tenant, viewer } = viewerOf(request);
-      const filter = request.query.scope ?? 'visible';
-      if (filter !== 'visible' && !(WORKFLOW_SCOPES as readonly string[]).includes(filter)) {
-        throw new OrchError(Errors.BAD_REQUEST, `scope must be one of visible, ${WORKFLOW_SCOPES.join(', ')}`);
-      }
-      return { workflows: await workflows.list(tenant, viewer, filter as ListFilter) };
+      const filter: ListFilter = request.query.scope ?? 'visible';
+      return { workflows: await workflows.list(tenant, viewer, filter) };
     });
 
-    scope.get<{ Params: { name: string }; Querystring: { version?: string } }>('/v1/workflows/:name', async (request) => {
+    scope.get<RequestOf<'GET /v1/workflows/:name'>>('/v1/workflows/:name', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       return workflows.get(tenant, request.params.name, viewer, request.query.version);
     });
 
-    scope.delete<{ Params: { name: string }; Querystring: { version?: string } }>('/v1/workflows/:name', async (request) => {
+    scope.delete<RequestOf<'DELETE /v1/workflows/:name'>>('/v1/workflows/:name', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       return workflows.remove(tenant, request.params.name, viewer, request.query.version);
     });
 
-    scope.get<{ Params: { name: string } }>('/v1/workflows/:name/versions', async (request) => {
+    scope.get<RequestOf<'GET /v1/workflows/:name/versions'>>('/v1/workflows/:name/versions', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       return workflows.versions(tenant, request.params.name, viewer);
     });
 
-    scope.post<{ Params: { name: string } }>('/v1/workflows/:name/promote', async (request) => {
+    scope.post<RequestOf<'POST /v1/workflows/:name/promote'>>('/v1/workflows/:name/promote', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       const res = await workflows.promote(tenant, request.params.name, viewer, scopeChange(request.body));
       return { ...res, promoted: true };
     });
 
-    scope.post<{ Params: { name: string } }>('/v1/workflows/:name/demote', async (request) => {
+    scope.post<RequestOf<'POST /v1/workflows/:name/demote'>>('/v1/workflows/:name/demote', async (request) => {
       const { tenant, viewer } = viewerOf(request);
       const res = await workflows.demote(tenant, request.params.name, viewer, scopeChange(request.body));
       return { ...res, demoted: true };
