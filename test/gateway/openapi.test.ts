@@ -2,12 +2,15 @@
 // is in it, each /v1 operation says how it authenticates and which errors it answers in the one error body, and the
 // seed routes of CONTRACT.md answer only status codes the document lists for them (checked against a real node).
 import test from 'ava';
+import { Ajv } from 'ajv';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { AGENT, startHarness, WORKFLOW } from '../observability/harness.ts';
+import { REQUEST_SCHEMAS } from '../../src/gateway/http/request-schemas.ts';
+import { RESPONSE_SCHEMAS } from '../../src/gateway/http/response-schemas.ts';
+import { AGENT, startHarness, WORKFLOW, type Harness } from '../observability/harness.ts';
 
 interface Operation {
   security?: Array<Record<string, string[]>>;
-  responses?: Record<string, { content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }>;
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: { properties?: Record<string, unknown> } }> }>;
   parameters?: Array<{ name: string; in: string }>;
   requestBody?: unknown;
 }
@@ -110,4 +113,118 @@ test('the document covers every route, its auth and errors, and the seed routes 
   const badReject = await h.api<{ error: string }>('POST', `/v1/human-approvals/${randomUUID()}/reject`, { reason: 12 });
   t.is(badReject.status, 400);
   t.regex(badReject.body.error, /reason/);
+  // Seed 000's error body where it fixes one: agent_id that is not a UUID (a number, or none) is `Invalid agent ID`.
+  for (const body of [{ agent_id: 5, input: 'x' }, { input: 'x' }, { agent_id: 'nope', input: 'x' }]) {
+    t.deepEqual(await h.api('POST', '/v1/executions', body), { status: 400, body: { error: 'Invalid agent ID' } }, JSON.stringify(body));
+  }
+  // A JSON route's body is checked whatever its Content-Type says: a text/plain body is not taken as a string.
+  const plain = await fetch(`${h.http}/v1/executions`, { method: 'POST', headers: { authorization: `Bearer ${h.token}`, 'content-type': 'text/plain' }, body: 'hello' });
+  t.is(plain.status, 400);
+  t.regex(((await plain.json()) as { error: string }).error, /body must be object|Invalid agent ID/);
+
+  // Every /v1 route documents its success answer (response-schemas.ts), and both tables name only real routes.
+  const keys = new Set(routes.map((r) => `${r.method} ${r.url}`));
+  t.deepEqual(Object.keys(REQUEST_SCHEMAS).filter((k) => !keys.has(k)), [], 'every request schema is for a registered route');
+  t.deepEqual(Object.keys(RESPONSE_SCHEMAS).filter((k) => !keys.has(k)), [], 'every response schema is for a registered route');
+  const undescribed = routes.filter((r) => r.url.startsWith('/v1/') && !RESPONSE_SCHEMAS[`${r.method} ${r.url}`]).map((r) => `${r.method} ${r.url}`);
+  t.deepEqual(undescribed, [], 'every /v1 route has its answers in response-schemas.ts');
+  for (const r of routes.filter((x) => x.url.startsWith('/v1/'))) {
+    const responses = doc.paths[toOpenApiPath(r.url)]![r.method.toLowerCase()]!.responses ?? {};
+    t.false(Object.values(responses).some((x) => /not described/.test(x.description ?? '')), `${r.method} ${r.url} describes its answer`);
+  }
+
+  // The real answers of the node match their documented schemas, on every route driven here.
+  const checked = await driveAndCheck(h, doc);
+  t.deepEqual(checked.failures, [], 'every answer matches its documented schema');
+  t.true(checked.routes.size >= 45, `${checked.routes.size} routes checked: ${[...checked.routes].join(', ')}`);
 });
+
+/**
+ * Drives the node through most /v1 routes and validates each JSON answer against the schema the document gives
+ * for its route and status (ajv over the document itself, so what is checked is what clients read).
+ */
+async function driveAndCheck(h: Harness, doc: OpenApi): Promise<{ failures: string[]; routes: Set<string> }> {
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  const failures: string[] = [];
+  const routes = new Set<string>();
+  const call = async <T = Record<string, any>>(method: string, pattern: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> => {
+    const r = await h.api<T>(method, url, body, headers);
+    check(method, pattern, r.status, r.body);
+    return r.body;
+  };
+  const check = (method: string, pattern: string, status: number, body: unknown): void => {
+    const answer = doc.paths[toOpenApiPath(pattern)]?.[method.toLowerCase()]?.responses?.[String(status)];
+    if (!answer) return void failures.push(`${method} ${pattern}: ${status} is not documented (${JSON.stringify(body).slice(0, 200)})`);
+    if (status >= 300) return;
+    const schema = answer.content?.['application/json']?.schema;
+    if (!schema) return void failures.push(`${method} ${pattern}: ${status} has no JSON schema`);
+    const validate = ajv.compile(schema);
+    if (!validate(body)) failures.push(`${method} ${pattern} ${status}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(body).slice(0, 300)}`);
+    routes.add(`${method} ${pattern}`);
+  };
+
+  await call('GET', '/v1/whoami', '/v1/whoami');
+  const name = `oas-r-${randomBytes(3).toString('hex')}`;
+  const exec = await h.runExecution(name);
+  const agents = await call<{ agents: Array<{ agent_id: string }> }>('GET', '/v1/agents', '/v1/agents');
+  const agentId = agents.agents[0]!.agent_id;
+  await call('GET', '/v1/agents/:id', `/v1/agents/${agentId}`);
+  await call('GET', '/v1/agents/:id/versions', `/v1/agents/${name}/versions`);
+  await call('GET', '/v1/agents/lookup/:name', `/v1/agents/lookup/${name}`);
+  await call('PUT', '/v1/agents/:id', `/v1/agents/${name}`, { manifest_yaml: AGENT(name).replace('1.0.0', '1.0.1') });
+  await call('GET', '/v1/executions', '/v1/executions?limit=2');
+  await call('GET', '/v1/executions/:id', `/v1/executions/${exec}`);
+  await call('GET', '/v1/executions/:id/logs', `/v1/executions/${exec}/logs?limit=3`);
+  await call('GET', '/v1/executions/:id/timeline', `/v1/executions/${exec}/timeline`);
+  await call('POST', '/v1/executions/:id/cancel', `/v1/executions/${exec}/cancel`);
+  const started = await call<{ execution_id: string }>('POST', '/v1/agents/:id/execute', `/v1/agents/${agentId}/execute`, { input: 'go' });
+  await call('POST', '/v1/executions', '/v1/executions', { agent_id: agentId, input: 'go' }, { prefer: 'wait=1' });
+  await call('POST', '/v1/executions/:id/cancel', `/v1/executions/${started.execution_id}/cancel`);
+  await call('DELETE', '/v1/executions/:id', `/v1/executions/${exec}`);
+  const stream = await fetch(`${h.http}/v1/executions/${started.execution_id}/stream?follow=false`, { headers: { authorization: `Bearer ${h.token}` } });
+  if (stream.status !== 200 || !stream.headers.get('content-type')?.startsWith('text/event-stream')) failures.push(`GET /v1/executions/:id/stream: ${stream.status}`);
+  await stream.text();
+
+  const wf = `oas-r-wf-${randomBytes(3).toString('hex')}`;
+  const run = await h.runWorkflow(wf);
+  await call('GET', '/v1/workflows', '/v1/workflows');
+  await call('GET', '/v1/workflows/:name', `/v1/workflows/${wf}`);
+  await call('GET', '/v1/workflows/:name/versions', `/v1/workflows/${wf}/versions`);
+  await call('GET', '/v1/workflows/executions', '/v1/workflows/executions?limit=2');
+  await call('GET', '/v1/workflows/executions/:id', `/v1/workflows/executions/${run}`);
+  await call('GET', '/v1/workflows/executions/:id/logs', `/v1/workflows/executions/${run}/logs?limit=2`);
+  await call('POST', '/v1/workflows/executions/:id/cancel', `/v1/workflows/executions/${run}/cancel`);
+  await call('POST', '/v1/workflows/:name/run', `/v1/workflows/${wf}/run`, { input: {} }, { prefer: 'wait=20' });
+  await call('DELETE', '/v1/workflows/executions/:id', `/v1/workflows/executions/${run}`);
+  const mine = `oas-r-user-${randomBytes(3).toString('hex')}`;
+  await call('POST', '/v1/workflows', '/v1/workflows', { manifest_yaml: WORKFLOW(mine), scope: 'user' });
+  await call('POST', '/v1/workflows/:name/promote', `/v1/workflows/${mine}/promote`, { target_scope: 'tenant' });
+  await call('POST', '/v1/workflows/:name/demote', `/v1/workflows/${mine}/demote`, { target_scope: 'user' });
+  await call('DELETE', '/v1/workflows/:name', `/v1/workflows/${mine}`);
+
+  await call('GET', '/v1/human-approvals', '/v1/human-approvals');
+  await call('GET', '/v1/human-approvals/:id', `/v1/human-approvals/${randomUUID()}`);
+  await call('GET', '/v1/cluster/nodes', '/v1/cluster/nodes');
+  await call('GET', '/v1/stats/history', '/v1/stats/history?minutes=2');
+  await call('GET', '/v1/stats/usage', '/v1/stats/usage');
+  await call('GET', '/v1/stimuli', '/v1/stimuli');
+
+  const vol = await call<{ id: string }>('POST', '/v1/volumes', '/v1/volumes', { label: 'oas', size_limit_bytes: 1_000_000 });
+  await call('GET', '/v1/volumes', '/v1/volumes');
+  await call('GET', '/v1/volumes/:id', `/v1/volumes/${vol.id}`);
+  await call('PATCH', '/v1/volumes/:id', `/v1/volumes/${vol.id}`, { label: 'oas2' });
+  await call('GET', '/v1/volumes/:id/quota', `/v1/volumes/${vol.id}/quota`);
+  await call('POST', '/v1/volumes/:id/files/mkdir', `/v1/volumes/${vol.id}/files/mkdir`, { path: '/d' });
+  const put = await fetch(`${h.http}/v1/volumes/${vol.id}/files/content?path=/d/a.txt`, { method: 'PUT', headers: { authorization: `Bearer ${h.token}` }, body: 'hello' });
+  check('PUT', '/v1/volumes/:id/files/content', put.status, await put.json());
+  await call('GET', '/v1/volumes/:id/files', `/v1/volumes/${vol.id}/files?path=/d`);
+  await call('GET', '/v1/volumes/:id/files/stat', `/v1/volumes/${vol.id}/files/stat?path=/d/a.txt`);
+  await call('POST', '/v1/volumes/:id/files/move', `/v1/volumes/${vol.id}/files/move`, { from: '/d/a.txt', to: '/d/b.txt' });
+  await call('DELETE', '/v1/volumes/:id/files', `/v1/volumes/${vol.id}/files?path=/d&recursive=true`);
+  await call('GET', '/v1/volumes/:id/events', `/v1/volumes/${vol.id}/events?limit=2`);
+  await call('DELETE', '/v1/volumes/:id', `/v1/volumes/${vol.id}`);
+  await call('POST', '/v1/mcp', '/v1/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, { accept: 'application/json, text/event-stream' });
+  await call('GET', '/v1/mcp', '/v1/mcp');
+  await call('DELETE', '/v1/agents/:id', `/v1/agents/${name}`);
+  return { failures, routes };
+}

@@ -7,6 +7,7 @@
 // reply serialised.
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
+import { RESPONSE_SCHEMAS } from './response-schemas.ts';
 import { ERROR_SCHEMA, SEED_ROUTE_DOCS } from './route-schemas.ts';
 
 const ERRORS: Record<string, string> = {
@@ -51,13 +52,15 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: ({ schema, url, route }) => {
       const method = [route.method].flat()[0] ?? 'GET';
       const seed = SEED_ROUTE_DOCS[`${method} ${url}`];
+      const answers = RESPONSE_SCHEMAS[`${method} ${url}`];
       const { 'x-described-body': described, ...given } = (schema ?? {}) as Doc;
       // Raw-body routes (request-schemas.ts): their body is described here, never validated by fastify.
       const doc: Doc = { ...given, ...(described ? { body: described } : {}), ...(seed?.doc ?? {}) };
       if (!url.startsWith('/v1/')) return { schema: { ...doc, tags: doc.tags ?? ['node'] } as never, url };
       const { security, note } = securityOf(url);
-      const response: Record<string, unknown> = { ...(doc.response ?? {}) };
-      if (!Object.keys(response).some((c) => c.startsWith('2'))) response['200'] = { description: 'Success (JSON; the shape is in docs/ for this route)', type: 'object', additionalProperties: true };
+      const response: Record<string, unknown> = { ...(answers ?? {}), ...(doc.response ?? {}) };
+      // A route without an entry in response-schemas.ts (the OpenAPI test fails on one).
+      if (!answers && !Object.keys(response).some((c) => c.startsWith('2'))) response['200'] = { description: 'Success (JSON; not described yet)', type: 'object', additionalProperties: true };
       for (const [code, description] of Object.entries(ERRORS)) {
         if (code === '401' && security.length === 0 && !note) continue;
         response[code] ??= { description, ...ERROR_SCHEMA };
