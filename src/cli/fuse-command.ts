@@ -4,7 +4,6 @@
 // x-tenant-id). On SIGTERM/SIGINT it unmounts everything it mounted. See docs/FSAL.md.
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createLogger } from '../logging/logger.ts';
 import { CliError } from './output.ts';
 
 interface GlobalOpts {
@@ -30,7 +29,8 @@ export function registerFuseCommand(program: Command): void {
     .action(async (opts: { listen?: string; fsal?: string; mountPrefix?: string; logLevel: string }) => {
       const g = program.opts<GlobalOpts>();
       // Loaded on use: other commands must not pay for the FUSE binding and the gRPC server.
-      const [{ fuseAvailable }, { MountManager }, { createFuseServer, DEFAULT_FUSE_DAEMON_ADDRESS }, { startGrpcServer }] = await Promise.all([
+      const [{ createLogger }, { fuseAvailable }, { MountManager }, { createFuseServer, DEFAULT_FUSE_DAEMON_ADDRESS }, { startGrpcServer }] = await Promise.all([
+        import('../logging/logger.ts'),
         import('../fuse/binding.ts'),
         import('../fuse/mounts.ts'),
         import('../fuse/server.ts'),

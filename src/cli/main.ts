@@ -1,10 +1,7 @@
 // The `orch` command. This is the edge: the only place that reads process.env and argv and decides exit codes.
 import { Command, Option } from 'commander';
-import { loadNodeConfig } from '../config/load.ts';
 import { ConfigError } from '../config/errors.ts';
 import type { NodeConfig, NodeRoleName } from '../config/types.ts';
-import { ensureDevIdentity } from '../auth/dev-identity.ts';
-import { createLogger } from '../logging/logger.ts';
 import { ApiClient } from './client.ts';
 import { CliError, printJson, printTable } from './output.ts';
 import { registerAgentCommands } from './agent-commands.ts';
@@ -23,7 +20,10 @@ interface GlobalOpts {
   token?: string;
 }
 
-function loadConfig(file: string | undefined, role?: string): NodeConfig {
+// The config's parser and validator, the dev identity (jose) and the logger (pino) are loaded by the commands that
+// use them (up, token), not by every client command a script or test runs (issue 15 item 4: CLI start-up).
+async function loadConfig(file: string | undefined, role?: string): Promise<NodeConfig> {
+  const { loadNodeConfig } = await import('../config/load.ts');
   return loadNodeConfig({
     file: file ?? process.env.ORCH_CONFIG,
     env: process.env,
@@ -48,7 +48,8 @@ program
   .addOption(new Option('--role <role>', 'node role').choices(['hybrid', 'controller', 'worker']))
   .action(async (opts: { config?: string; role?: string }) => {
     const g = program.opts<GlobalOpts>();
-    const config = loadConfig(opts.config, opts.role);
+    const config = await loadConfig(opts.config, opts.role);
+    const [{ createLogger }, { ensureDevIdentity }] = await Promise.all([import('../logging/logger.ts'), import('../auth/dev-identity.ts')]);
     const logger = createLogger({ level: config.log.level, destination: 2 });
     // Loaded here, not at the top: the client commands must not pay for loading the whole node (seconds of CPU).
     // The small modules first: the database and the authenticator begin (first-steps.ts) while the rest loads.
@@ -131,9 +132,10 @@ program
   .option('--service-account', 'a service account token (may delegate with X-Tenant-Id)')
   .option('--ttl <seconds>', 'lifetime in seconds', (v) => Number.parseInt(v, 10))
   .action(async (opts: { config?: string; tenant?: string; role: 'operator' | 'tenant-admin' | 'user'; serviceAccount?: boolean; ttl?: number }) => {
-    const config = loadConfig(opts.config);
+    const config = await loadConfig(opts.config);
     if (config.auth) throw new CliError('orch token works in dev identity mode only; this config names an identity provider (spec.auth)');
     if (opts.ttl !== undefined && !(opts.ttl > 0)) throw new CliError('--ttl must be a positive number of seconds');
+    const { ensureDevIdentity } = await import('../auth/dev-identity.ts');
     const dev = await ensureDevIdentity(config.dataDir);
     const token = await dev.sign({
       ...(opts.tenant ? { tenant: opts.tenant } : {}),

@@ -5,7 +5,6 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { ApiClient } from './client.ts';
-import { parseWorkflowManifest } from '../workflow/manifest/parse.ts';
 import { CliError, printJson, printTable } from './output.ts';
 
 interface GlobalOpts {
@@ -41,6 +40,8 @@ export function registerWorkflowCommands(program: Command): void {
       });
       // Checked here first with the server's own parser, so every field in error is named on the one failure line
       // (the server would refuse it with the same 422 errors).
+      // Loaded here: the parser (yaml, ajv, the template checks) is not paid for by every other command.
+      const { parseWorkflowManifest } = await import('../workflow/manifest/parse.ts');
       const parsed = parseWorkflowManifest(yaml);
       if (!parsed.ok) throw new CliError(`invalid workflow manifest ${opts.file}: ${parsed.errors.map((e) => `${e.field}: ${e.message}`).join('; ')}`);
       const res = await client().request<{ workflow_id: string; name: string; version: string; scope: string }>('POST', '/v1/workflows', {

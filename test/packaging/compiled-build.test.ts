@@ -52,6 +52,9 @@ for (const flag of ['--help', '--version']) {
     t.true(loaded.includes(`${DIST}cli/main.js`), `dist/cli/main.js was not loaded; loaded:\n${loaded.join('\n')}`);
     t.deepEqual(loaded.filter((u) => u.startsWith(SRC)), [], 'no module from src/');
     t.false(loaded.some((u) => /\/node_modules\/tsx\//.test(u)), 'tsx was not loaded');
+    // What only `up` and `token` use (the config's parser and validator, the dev identity, the logger) is loaded by
+    // them, not by every client command (CLI start-up).
+    t.deepEqual([...new Set(loaded.map((u) => /\/node_modules\/(yaml|ajv|jose|pino)\//.exec(u)?.[1]).filter(Boolean))], [], 'loaded by a client command');
   });
 }
 
