@@ -32,6 +32,35 @@ spec:
       transitions: []
 `;
 
+/** A parent whose Subworkflow state waits on a child that waits on a Human state (issue 18: both park). */
+const KID_WORKFLOW = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: park-kid, version: 1.0.0 }
+spec:
+  initial_state: ask
+  states:
+    ask:
+      kind: Human
+      prompt: 'Go?'
+      transitions: []
+`;
+const DAD_WORKFLOW = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: park-dad, version: 1.0.0 }
+spec:
+  initial_state: call
+  states:
+    call:
+      kind: Subworkflow
+      workflow_id: park-kid
+      transitions:
+        - { condition: on_success, target: done }
+    done:
+      kind: Human
+      prompt: 'Never answered'
+      transitions: []
+`;
+
 interface Setup {
   s: Scratch;
   A: Api;
@@ -54,7 +83,7 @@ async function twoControllers(t: ExecutionContext): Promise<Setup> {
   const [a, b] = await Promise.all([start(ids.a, spec(ids.a)), start(ids.b, spec(ids.b))]);
   const A: Api = { http: a!.banner.http, token };
   const B: Api = { http: b!.banner.http, token };
-  for (const m of [LOOP, TIMEOUT_WORKFLOW]) {
+  for (const m of [LOOP, TIMEOUT_WORKFLOW, KID_WORKFLOW, DAD_WORKFLOW]) {
     const deployed = await api(A, 'POST', '/v1/workflows', { manifest_yaml: m });
     t.true(deployed.status === 201 || deployed.status === 200, JSON.stringify(deployed.body));
   }
@@ -162,4 +191,33 @@ test('kill -9 of the controller holding parked runs: the other adopts them, appl
   await parkedOn(s, runs[3]!, ids.b, 2);
   t.is((await eventCounts(s, runs[3]!)).get('WorkflowHumanInputReceived:gate:1'), 1);
   void A;
+});
+
+test('a run parked on a child: kill -9 of its holder, the other adopts it and the child answered there brings it back once', async (t) => {
+  t.timeout(5 * 60_000);
+  const { s, B, ids, nodes, A, diag } = await twoControllers(t);
+  const dad = await startRun(A, 'park-dad');
+  const kid = await eventually(async () => {
+    const r = await s.db.query<{ id: string }>('SELECT id::TEXT AS id FROM workflow_executions WHERE parent_execution_id = $1', [dad]);
+    return r.rows[0]?.id;
+  }, 60_000, 'the child run');
+  const answer = await parkedOn(s, kid, ids.a);
+  await eventually(async () => {
+    const r = await s.db.query<{ parked: boolean; status: string; owner_node: string }>('SELECT parked, status, owner_node FROM workflow_executions WHERE id = $1', [dad]);
+    return r.rows[0]?.parked && r.rows[0].owner_node === ids.a ? r.rows[0] : undefined;
+  }, 60_000, `the parent parked on A${diag()}`);
+  nodes.a.child.kill('SIGKILL');
+  // B adopts both once A's parking lease lapsed (the parent stays parked: its child has not ended).
+  await eventually(async () => {
+    const r = await s.db.query<{ n: number }>('SELECT count(*)::INT4 AS n FROM workflow_executions WHERE id = ANY($1::UUID[]) AND parked AND owner_node = $2', [[dad, kid], ids.b]);
+    return r.rows[0]?.n === 2 ? true : undefined;
+  }, 60_000, `B to adopt the parked parent and child${diag()}`);
+  const res = await api(B, 'POST', `/v1/human-approvals/${answer}/approve`, {});
+  t.is(res.status, 200, JSON.stringify(res.body));
+  // The child ends on B and tells its parent, parked on B: the parent's visit runs again, finds the same child, moves on.
+  await eventually(async () => ((await eventCounts(s, dad)).get('WorkflowStateEntered:done:1') === 1 ? true : undefined), 60_000, `the parent to enter done${diag()}`);
+  const c = await eventCounts(s, dad);
+  t.is(c.get('WorkflowStateCompleted:call:1'), 1, 'the Subworkflow visit completed once');
+  const children = await s.db.query<{ n: number }>('SELECT count(*)::INT4 AS n FROM workflow_executions WHERE parent_execution_id = $1', [dad]);
+  t.is(children.rows[0]!.n, 1, 'one child, found again after the adoption');
 });
