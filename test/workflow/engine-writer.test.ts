@@ -127,3 +127,48 @@ spec:
   const last = await db.query<{ last_seq: number; blackboard: { k: number } }>(`SELECT last_seq, blackboard FROM workflow_executions WHERE id = ANY($1::UUID[])`, [ids]);
   t.true(last.rows.every((r) => r.last_seq === STEPS + 1 && r.blackboard.k === STEPS));
 });
+
+test('runs that start a few at a time merge into one cohort instead of committing in small batches of their own', async (t) => {
+  const db = await migratedPg(t);
+  const COHORTS = 4;
+  const PER = 4;
+  const STEPS = 6;
+  const ids = Array.from({ length: COHORTS * PER }, () => randomUUID());
+  await insertRuns(
+    db,
+    ids,
+    `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: w, version: 1.0.0 }
+spec:
+  initial_state: a
+  states:
+    a: { kind: System, command: 'true', transitions: [] }
+`,
+  );
+  // Four transactions may be in flight (the default): four cohorts each had a connection and stayed apart for good.
+  const writer = new StepWriter(db, undefined, silentLogger());
+  const run = async (id: string): Promise<void> => {
+    for (let k = 1; k <= STEPS; k++) {
+      await writer.write({
+        fence: { table: 'workflow_executions', keyColumn: 'id', key: id, nodeId: 'node-a', epoch: 0 },
+        snapshot: { status: 'running', current_state: 'a', blackboard: { k }, context: {}, visits: { a: k }, total_transitions: k, feedback: null, human_feedback: null, final_output: null, error: null },
+        firstSeq: k + 1,
+        transition: true,
+        events: [{ type: 'WorkflowStateEntered', key: `entered:a:${k}`, state_name: 'a', iteration_number: k, payload: {} }],
+      });
+    }
+  };
+  // The cohorts arrive in successive turns of the event loop, as HTTP requests on separate connections do.
+  const runs: Promise<void>[] = [];
+  for (let c = 0; c < COHORTS; c++) {
+    runs.push(...ids.slice(c * PER, (c + 1) * PER).map(run));
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(runs);
+  t.is(writer.stats.steps, COHORTS * PER * STEPS);
+  // The first cohort's first step goes alone; the others wait for it and merge: about one commit per round after.
+  t.true(writer.stats.transactions <= STEPS + 2, `${writer.stats.transactions} commits for ${STEPS} rounds of ${COHORTS} cohorts`);
+  const rows = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM workflow_events WHERE execution_id = ANY($1::UUID[])`, [ids]);
+  t.is(rows.rows[0]?.n, COHORTS * PER * (STEPS + 1));
+});

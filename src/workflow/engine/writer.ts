@@ -41,6 +41,15 @@ export interface WriterOptions {
   maxInFlight?: number;
   /** Steps per transaction at most. */
   maxBatch?: number;
+  /**
+   * Steps a batch needs to go out while another transaction is in flight (default 32); a smaller one waits for a
+   * commit to come back and leaves with the steps of the runs that commit resumes. Runs started over many requests
+   * (HTTP/1.1: one connection each, bodies arriving a few at a time) otherwise keep moving in small cohorts of their
+   * own, each paying a statement, a round trip and a commit per step: 9.5 steps per statement at c=64 over HTTP
+   * against 62 over gRPC, whose requests share one connection (bench/workflow-race-api.ts, issue 16). Nothing waits
+   * when no transaction is in flight, so a lone run (c=1) sends each step at once.
+   */
+  minParallelBatch?: number;
 }
 
 const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboard = v.blackboard, context = v.context,
@@ -149,6 +158,7 @@ export class StepWriter {
   private scheduled = false;
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
+  private readonly minParallelBatch: number;
   /** Counters for the benchmark and the logs. */
   readonly stats = { transactions: 0, steps: 0 };
 
@@ -160,6 +170,7 @@ export class StepWriter {
   ) {
     this.maxInFlight = options.maxInFlight ?? 4;
     this.maxBatch = options.maxBatch ?? 256;
+    this.minParallelBatch = options.minParallelBatch ?? 32;
   }
 
   /** Commits the step (with other runs' steps) and answers its events once committed; announces them after. */
@@ -185,7 +196,7 @@ export class StepWriter {
   }
 
   private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0 && (this.inFlight === 0 || this.queue.length >= this.minParallelBatch)) {
       const batch = this.queue.splice(0, this.maxBatch);
       this.inFlight++;
       this.flush(batch).catch((err: unknown) => this.logger.error({ err }, 'the workflow step writer failed'));
@@ -213,13 +224,16 @@ export class StepWriter {
     } catch (err) {
       failure = err;
     }
-    // The steps waiting in the queue go out BEFORE this batch's runs go on: those runs compute their next steps
+    // A full batch waiting in the queue goes out BEFORE this batch's runs go on: those runs compute their next steps
     // while the database writes the next batch, so the node's work and the database's overlap (cohorts of runs
-    // take turns) instead of alternating in lockstep rounds.
+    // take turns) instead of alternating in lockstep rounds. A smaller one waits for this batch's runs to queue their
+    // next steps and leaves with them (minParallelBatch): small cohorts merge instead of each paying its own commits.
     this.inFlight--;
-    this.pump();
+    const ahead = this.queue.length >= this.minParallelBatch;
+    if (ahead) this.pump();
     if (updated === undefined) {
       for (const p of batch) p.reject(failure);
+      if (!ahead) this.schedule();
       return;
     }
     this.stats.transactions++;
@@ -235,6 +249,7 @@ export class StepWriter {
       if (this.bus) for (const e of events) this.bus.publish(e).catch((err: unknown) => this.logger.warn({ err }, 'publishing a workflow event failed'));
       p.resolve(events);
     }
+    if (!ahead) this.schedule();
   }
 }
 
