@@ -3,7 +3,8 @@
 // (statements per call and their summed time, measured by wrapping the Db the service uses). The rest of an
 // in-process call is the filesystem and JavaScript. In-process figures are labelled as such.
 // Run: `tsx bench/fsal-profile.ts [calls]` (default 200 per operation).
-import { FsalServiceService as S } from '../src/gen/orch/fsal/v1/fsal.js';
+// The client's serializers are the FUSE daemon's (src/fsal/wire.ts: Write requests encoded in one buffer).
+import { FSAL_DEFINITION as S } from '../src/fsal/wire.ts';
 import type { Db, Queryable } from '../src/storage/db.ts';
 import { fsalFixture, TENANT } from '../test/fsal/support.ts';
 import { median } from './stats.ts';

@@ -9,7 +9,8 @@ import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { status } from '@grpc/grpc-js';
-import { FsalServiceService as S } from '../src/gen/orch/fsal/v1/fsal.js';
+// The client's serializers are the FUSE daemon's (src/fsal/wire.ts: Write requests encoded in one buffer).
+import { FSAL_DEFINITION as S } from '../src/fsal/wire.ts';
 import { fuseAvailable } from '../src/fuse/binding.ts';
 import { MountManager } from '../src/fuse/mounts.ts';
 import { silentLogger } from '../src/logging/logger.ts';

@@ -4,7 +4,6 @@
 import { Metadata, credentials, status, type Client, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
 import {
   FsalServiceClient,
-  FsalServiceService,
   type CreateResponse,
   type FileAttributes,
   type GetAttrResponse,
@@ -15,6 +14,7 @@ import {
   type WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
 import { FLOW_CONTROL_WINDOW } from '../gateway/grpc/server-options.ts';
+import { FSAL_DEFINITION as FsalServiceService } from '../fsal/wire.ts';
 
 export interface FsalTarget {
   execution_id: string;

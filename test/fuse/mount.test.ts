@@ -280,3 +280,38 @@ test('touch and utimens through the mount: the file is marked modified now (a Wr
   t.is((await call(client, M.unmount, { execution_id: exec, volume_id: vol })).code, status.OK);
   t.is((await call(client, M.unmount, { execution_id: exec, volume_id: ro })).code, status.OK);
 });
+
+test('write-behind: rewrites of ranges still buffered or in flight, in one open, land in their order; the quota is exact', async (t) => {
+  const exec = await f.execution();
+  const vol = await f.volume({ limit: 64 * 1024 * 1024 });
+  await f.grant(exec, vol, 'read-write', '/workspace');
+  const m = await call(client, M.mount, { execution_id: exec, volume_id: vol, tenant_id: TENANT });
+  t.is(m.code, status.OK, m.details);
+  const mnt = m.messages[0]!.mount_path;
+  // One open: 5 MiB of 'a' in 128 KiB writes (buffers ship while others are in flight), then rewrites that overlap
+  // ranges still buffered or in flight: 'b' over [1 MiB, 3.5 MiB), 'c' over [3 MiB, 3 MiB + 10), 'd' at the end.
+  const script = [
+    "const fs = require('fs');",
+    `const fd = fs.openSync(${JSON.stringify(`${mnt}/r.bin`)}, 'w');`,
+    'const K = 128 * 1024, M = 1024 * 1024;',
+    "for (let i = 0; i < 40; i++) fs.writeSync(fd, Buffer.alloc(K, 'a'), 0, K, i * K);",
+    "fs.writeSync(fd, Buffer.alloc(2.5 * M, 'b'), 0, 2.5 * M, M);",
+    "fs.writeSync(fd, Buffer.alloc(10, 'c'), 0, 10, 3 * M);",
+    "fs.writeSync(fd, Buffer.from('d'), 0, 1, 5 * M);",
+    'fs.closeSync(fd);',
+  ].join('\n');
+  const run = await new Promise<string | undefined>((resolve) => execFile(process.execPath, ['-e', script], { timeout: 120_000 }, (err, _o, stderr) => resolve(err ? stderr || err.message : undefined)));
+  t.is(run, undefined);
+  const M1 = 1024 * 1024;
+  const want = Buffer.alloc(5 * M1 + 1, 'a');
+  want.fill('b', M1, 3.5 * M1);
+  want.fill('c', 3 * M1, 3 * M1 + 10);
+  want.fill('d', 5 * M1);
+  const got = await readFile(path.join(await f.volumes.hostPath(TENANT, vol), 'r.bin'));
+  t.is(got.length, want.length);
+  t.true(got.equals(want), 'the file is what the writes made, in their order');
+  t.is((await f.volumes.get(TENANT, vol)).used_bytes, want.length);
+  const back = await sh(`sha256sum < ${mnt}/r.bin`);
+  t.is(back.stdout.split(' ')[0], createHash('sha256').update(want).digest('hex'), 'and reads back so through the mount');
+  t.is((await call(client, M.unmount, { execution_id: exec, volume_id: vol })).code, status.OK);
+});

@@ -4,6 +4,7 @@
 import { Server, type ServerOptions } from '@grpc/grpc-js';
 import { newGrpcServer } from './server-options.ts';
 import { FsalServiceService, type FsalServiceServer } from '../../gen/orch/fsal/v1/fsal.js';
+import { FSAL_DEFINITION } from '../../fsal/wire.ts';
 import { OrchRuntimeService, type OrchRuntimeServer } from '../../gen/orch/runtime/v1/runtime.js';
 import type { Logger } from '../../logging/logger.ts';
 import { withAuth, type GrpcAuthOptions } from './auth.ts';
@@ -27,7 +28,7 @@ export function addRuntimeServices(server: Server, options: RuntimeServerOptions
 
   const fsalLog = options.logger.child({ component: 'grpc', service: 'orch.fsal.v1.FsalService' });
   const fsal = withOverrides(unimplementedService<FsalServiceServer>(FsalServiceService), options.fsal);
-  server.addService(decodingSafely(FsalServiceService), withAuth(FsalServiceService, fsal, options.auth, fsalLog));
+  server.addService(decodingSafely(FSAL_DEFINITION), withAuth(FSAL_DEFINITION, fsal, options.auth, fsalLog));
 }
 
 /** A new server with OrchRuntime and FsalService; bind it with startGrpcServer. */
