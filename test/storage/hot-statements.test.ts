@@ -11,7 +11,8 @@ import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { claimLeasedRow, lapsedRowKeys, recoverableRowKeys } from '../../src/actors/leased-row/table.ts';
 import { markUnhealthyIfOverdue, overduePeers, recoverableNodeIds, releaseDeregistered, renewOwnedClaims, watchableNodes } from '../../src/actors/node-peer/repo.ts';
-import { appendExecutionEvent, readExecutionEvents } from '../../src/agents/execution/events.ts';
+import { appendExecutionEvent, readExecutionEvents, recordExecutionEvent } from '../../src/agents/execution/events.ts';
+import { Journal } from '../../src/agents/execution/journal.ts';
 import { EXECUTIONS_TABLE, getTenantExecution, insertExecution, listExecutions } from '../../src/agents/execution/repo.ts';
 import { PLAIN_SQL, RECOVER_SQL } from '../../src/cluster/membership.ts';
 import { holderOf } from '../../src/cluster/tell/post.ts';
@@ -111,9 +112,9 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await holderOf(db, 'workflow', ids[0]!);
 
   // Agent executions: start, claim, renew (one statement for all held rows), events, recovery, the feed.
-  const exec = await db.tx((tx) =>
-    insertExecution(tx, {
-      id: randomUUID(),
+  const exec = { id: randomUUID() };
+  await insertExecution(db, {
+      id: exec.id,
       tenantId: TENANT,
       agentId: randomUUID(),
       agentName: 'a',
@@ -122,8 +123,7 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
       input: 'hi',
       ownerNode: 'node-a',
       leaseMs: 60_000,
-    }),
-  );
+    });
   const claim = await claimLeasedRow(db, EXECUTIONS_TABLE, exec.id, 'node-a', 60_000);
   t.truthy(claim);
   const renewer = new LeaseRenewer(db, { table: 'executions', keyColumn: 'id', keyType: 'UUID', nodeId: 'node-a', ttlMs: 60_000, columns: ['cancel_requested'], logger: silentLogger() });
@@ -132,6 +132,9 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await renewRow(db, claim!, 60_000);
   await fencedUpdate(db, claim!, `status = 'running', iteration = iteration + 1, updated_at = now()`);
   await db.tx((tx) => appendExecutionEvent(tx, exec.id, 'iteration_started', 'it:1', {}));
+  // The owner's writes as the loop sends them (issue 24: one statement each).
+  await recordExecutionEvent(db, claim!, 'iteration_output', 'it:1:out', { output: 'x' }, { sql: 'iteration = $1', params: [1] });
+  await (await Journal.load(db, exec.id, claim!)).step('it1:llm1', 'llm', async () => ({ ok: true }), () => ({ sql: 'prompt_tokens = prompt_tokens + $1', params: [1] }));
   await readExecutionEvents(db, exec.id, 1);
   await recoverableRowKeys(db, EXECUTIONS_TABLE, 'node-a');
   await getTenantExecution(db, TENANT, exec.id);

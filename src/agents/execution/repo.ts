@@ -57,12 +57,13 @@ export interface NewExecution {
   leaseMs: number;
 }
 
-export async function insertExecution(tx: Queryable, e: NewExecution): Promise<ExecutionRow> {
-  const res = await tx.query<ExecutionRow>(
+/** One statement: callers run it on its own (its own transaction) or inside theirs. Nothing is read back: the row
+ * holds the manifest and input, and parsing them back cost every start (issue 24). */
+export async function insertExecution(tx: Queryable, e: NewExecution): Promise<void> {
+  await tx.query(
     `INSERT INTO executions (id, tenant_id, agent_id, agent_name, agent_version, manifest, input, context_json,
        workflow_execution_id, status, owner_node, lease_expires_at, epoch)
-     VALUES ($1, $2, $3, $4, $5, $6::JSONB, $7, $8, $9, 'pending', $10, now() + ($11::INT4 * INTERVAL '1 millisecond'), 0)
-     RETURNING *`,
+     VALUES ($1, $2, $3, $4, $5, $6::JSONB, $7, $8, $9, 'pending', $10, now() + ($11::INT4 * INTERVAL '1 millisecond'), 0)`,
     [
       e.id,
       e.tenantId,
@@ -77,7 +78,6 @@ export async function insertExecution(tx: Queryable, e: NewExecution): Promise<E
       e.leaseMs,
     ],
   );
-  return res.rows[0]!;
 }
 
 export async function getExecution(db: Queryable, id: string): Promise<ExecutionRow | undefined> {
