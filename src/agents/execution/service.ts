@@ -167,7 +167,7 @@ export class ExecutionService {
     // A place in the start queue first: a full queue refuses before anything is written.
     this.admission?.reserve(req.tenant, id);
     try {
-      // One statement, so no explicit transaction (BEGIN and COMMIT were two of a start's five round trips).
+      // One statement, so no explicit transaction (BEGIN and COMMIT around it were two more round trips per start).
       await repo.insertExecution(this.db, {
         id,
         tenantId: req.tenant,
