@@ -7,6 +7,7 @@ import { FsalServiceService as S } from '../../src/gen/orch/fsal/v1/fsal.js';
 import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
 import { installAuth } from '../../src/gateway/http/auth-hook.ts';
 import { installErrorHandling } from '../../src/gateway/http/errors.ts';
+import { installRequestSchemas } from '../../src/gateway/http/request-schemas.ts';
 import { registerVolumeRoutes } from '../../src/gateway/http/volume-routes.ts';
 import { fsalFixture, TENANT, type FsalFixture } from './support.ts';
 
@@ -16,7 +17,9 @@ let base: string;
 
 test.before(async () => {
   f = await fsalFixture();
-  app = Fastify();
+  // As buildHttpApp makes it: the route schemas (which now do the query checks) attached, checked and never coerced.
+  app = Fastify({ ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+  installRequestSchemas(app);
   installErrorHandling(app);
   installAuth(app, createJwtAuthenticator({ jwks: f.idp.jwks, issuer: f.idp.issuer, audience: f.idp.audience }));
   await registerVolumeRoutes(app, f.volumes, f.db);
