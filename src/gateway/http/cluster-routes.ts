@@ -23,12 +23,12 @@ export function registerClusterRoutes(app: FastifyInstance, cluster: ClusterServ
   });
 
   app.post<RequestOf<'POST /v1/cluster/nodes/:node_id/drain'>>('/v1/cluster/nodes/:node_id/drain', async (request) => {
-    const reason = operatorReason(request, 'draining');
+    const reason = operatorReason(request, request.body, 'draining');
     return cluster.drain(request.params.node_id, reason);
   });
 
   app.post<RequestOf<'POST /v1/cluster/nodes/:node_id/undrain'>>('/v1/cluster/nodes/:node_id/undrain', async (request) => {
-    const reason = operatorReason(request, 'undraining');
+    const reason = operatorReason(request, request.body, 'undraining');
     return cluster.undrain(request.params.node_id, reason);
   });
 }
@@ -37,7 +37,7 @@ export function registerClusterRoutes(app: FastifyInstance, cluster: ClusterServ
  * Drain and undrain: the operator role (403 otherwise), then the optional `reason` (the route schema has checked
  * it is a string of at most 500 characters).
  */
-function operatorReason(request: FastifyRequest<RequestOf<'POST /v1/cluster/nodes/:node_id/drain'>>, what: string): string | undefined {
+function operatorReason(request: FastifyRequest, body: RequestOf<'POST /v1/cluster/nodes/:node_id/drain'>['Body'], what: string): string | undefined {
   if (!hasRole(principalOf(request), 'operator')) throw new OrchError(Errors.FORBIDDEN, `${what} a node needs the operator role`);
-  return request.body?.reason;
+  return body?.reason;
 }

@@ -52,7 +52,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: ({ schema, url, route }) => {
       const method = [route.method].flat()[0] ?? 'GET';
       const seed = SEED_ROUTE_DOCS[`${method} ${url}`];
-      const answers = RESPONSE_SCHEMAS[`${method} ${url}`];
+      const answers = (RESPONSE_SCHEMAS as Record<string, Record<number, unknown>>)[`${method} ${url}`];
       const { 'x-described-body': described, ...given } = (schema ?? {}) as Doc;
       // Raw-body routes (request-schemas.ts): their body is described here, never validated by fastify.
       const doc: Doc = { ...given, ...(described ? { body: described } : {}), ...(seed?.doc ?? {}) };

@@ -20,6 +20,7 @@ import type { FastifyInstance, FastifySchemaValidationError, RouteOptions } from
 import type { FsalOperation } from '../../fsal/events.ts';
 import { Enum } from '../../util/typebox.ts';
 import { ExactValidationMessage } from './errors.ts';
+import type { ReplyOf } from './response-schemas.ts';
 import { ExecutionListQuery, IdParams, NameParams, PageQuery, WorkflowRunListQuery } from './route-schemas.ts';
 
 /** Content types whose body is the manifest's YAML text itself (a deploy's other form). */
@@ -221,6 +222,8 @@ export type RequestOf<K extends string> = {
   Params: Part<K, 'params'> extends TSchema ? Static<Part<K, 'params'>> : { [N in ParamNames<UrlOf<K>>]: string };
   Querystring: Part<K, 'querystring'> extends TSchema ? Static<Part<K, 'querystring'>> : unknown;
   Body: K extends keyof Table ? BodyOf<Part<K, 'body'>> : unknown;
+  /** The documented 2xx answer (response-schemas.ts); error answers are thrown, never returned. */
+  Reply: ReplyOf<K>;
 };
 
 /** `/v1/volumes/:id/files` → `{ id: string }`. */

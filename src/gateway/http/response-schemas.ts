@@ -6,7 +6,7 @@
 // Objects stay open (a field added later is not a breaking change); what is listed is required with its JSON type.
 // Timestamps are ISO 8601 strings. Rows the services build (an execution, a workflow run, a volume) are described by
 // the fields clients read; their whole shape is in docs/ for each capability.
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 
 const Opt = Type.Optional;
 const S = Type.String;
@@ -18,7 +18,8 @@ const nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const time = (description = 'ISO 8601') => S({ description });
 const list = <T extends TSchema>(items: T) => Type.Array(items);
 const obj = Type.Object;
-const FreeMap = Type.Record(S(), Any());
+/** A JSON object whose shape its own docs describe (a manifest, a step, an event); typed `object` so any row fits. */
+const FreeMap = Type.Unsafe<object>({ type: 'object' });
 
 // Agents ----------------------------------------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ const Approval = obj({
 });
 const ApprovalAnswer = Type.Union([obj({ request: Approval }), obj({ error: S({ description: 'Request not found or already completed (seed 000: a 200)' }) })]);
 const Resolved = (status: 'approved' | 'rejected') => obj({ status: Type.Literal(status), id: S(), execution_id: S() });
-const ClusterNode = obj({ node_id: S(), role: S(), status: S(), grpc_address: nullable(S()), load: FreeMap, last_heartbeat_at: nullable(time()), drained: Bool() });
+const ClusterNode = obj({ node_id: S(), role: S(), status: S(), grpc_address: nullable(S()), load: nullable(FreeMap), last_heartbeat_at: nullable(time()), drained: Bool() });
 const Bucket = obj({ t: Int({ description: 'Unix seconds of the minute' }), started: Int(), completed: Int(), failed: Int(), tokens: Int(), cost: nullable(Num()) });
 const History = obj({ minutes: Int(), currency: S(), priced: Bool(), nodes: list(FreeMap), buckets: list(Bucket) });
 const UsageRow = { executions: Int(), prompt_tokens: Int(), completion_tokens: Int(), cost: nullable(Num()) };
@@ -187,10 +188,10 @@ const StorageEvents = obj({ volume_id: S(), events: list(FreeMap), ...Page });
 const Url = obj({ url: S() });
 const JsonRpc = obj({ jsonrpc: Type.Literal('2.0'), id: Any(), result: Opt(Any()), error: Opt(obj({ code: Int(), message: S() })) });
 
-const json = (description: string, schema: TSchema) => ({ description, ...schema });
+const json = <T extends TSchema>(description: string, schema: T) => ({ ...schema, description });
 
 /** The 2xx answers by `METHOD /url` (status → schema). Every /v1 route has one (the OpenAPI test checks it). */
-export const RESPONSE_SCHEMAS: Record<string, Record<number, Record<string, unknown>>> = {
+export const RESPONSE_SCHEMAS = {
   'GET /v1/whoami': {
     200: json('The caller as the node resolved it', obj({ subject: S(), username: nullable(S()), roles: list(S()), tenant_id: S(), home_tenant_id: S(), service_account: Bool(), delegated: Bool() })),
   },
@@ -269,4 +270,12 @@ export const RESPONSE_SCHEMAS: Record<string, Record<number, Record<string, unkn
   'POST /v1/seal/invoke': { 200: json('The tool call\'s JSON-RPC answer (errors mapped to their status, docs/SEAL.md)', JsonRpc) },
   'POST /v1/invoke': { 200: json('The tool call\'s JSON-RPC answer (alias of /v1/seal/invoke)', JsonRpc) },
   'GET /v1/ws': { 101: { description: 'The live feed (WebSocket upgrade; docs/DASHBOARD.md describes the subscribe protocol)' } },
-};
+} as const satisfies Record<string, Record<number, Record<string, unknown>>>;
+
+type Answers = typeof RESPONSE_SCHEMAS;
+type SuccessOf<A> = { [C in keyof A]: C extends 200 | 201 ? (A[C] extends TSchema ? Static<A[C]> : never) : never }[keyof A];
+/**
+ * The JSON a route's handler answers with on success: the `Static<>` type of its documented 2xx schemas, so a
+ * handler that builds an answer the document does not describe does not compile.
+ */
+export type ReplyOf<K extends string> = K extends keyof Answers ? SuccessOf<Answers[K]> : unknown;
