@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
 import { installAuth } from '../../src/gateway/http/auth-hook.ts';
 import { installErrorHandling } from '../../src/gateway/http/errors.ts';
+import { installRequestSchemas } from '../../src/gateway/http/request-schemas.ts';
 import { registerVolumeRoutes } from '../../src/gateway/http/volume-routes.ts';
 import { treeSize } from '../../src/volumes/disk.ts';
 import { makeTestIdp } from '../support/jwks.ts';
@@ -20,8 +21,10 @@ let carol: string;
 test.before(async () => {
   fx = await volumeFixture('pg');
   const idp = await makeTestIdp();
-  // As app.ts: the 8 MiB JSON body limit, which raw uploads must not be bound by.
-  app = Fastify({ bodyLimit: 8 * 1024 * 1024 });
+  // As app.ts: the 8 MiB JSON body limit, which raw uploads must not be bound by, and the route schemas (checked,
+  // never coerced), which make the body and query checks the handlers no longer repeat.
+  app = Fastify({ bodyLimit: 8 * 1024 * 1024, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+  installRequestSchemas(app);
   installErrorHandling(app);
   installAuth(app, createJwtAuthenticator({ jwksFile: idp.jwksFile, issuer: idp.issuer, audience: idp.audience }));
   await registerVolumeRoutes(app, fx.volumes);
