@@ -11,6 +11,27 @@ import { StepWriter, type RunSnapshot } from '../../src/workflow/engine/writer.t
 import { migratedPg, parsedManifest } from './engine-harness.ts';
 
 /** Runs `ids` of the workflow `w` of `yaml` for tenant `t`, started and claimed by node-a. */
+/** A workflow of one System state: the cohort tests write its steps directly. */
+const ONE_STATE = `apiVersion: orch.dev/v1
+kind: Workflow
+metadata: { name: w, version: 1.0.0 }
+spec:
+  initial_state: a
+  states:
+    a: { kind: System, command: 'true', transitions: [] }
+`;
+
+/** The k-th step of run `id` (node-a holds it, epoch 0): entered state a for the k-th time. */
+function kthStep(id: string, k: number): Parameters<StepWriter['write']>[0] {
+  return {
+    fence: { table: 'workflow_executions', keyColumn: 'id', key: id, nodeId: 'node-a', epoch: 0 },
+    snapshot: { status: 'running', current_state: 'a', blackboard: { k }, context: {}, visits: { a: k }, total_transitions: k, feedback: null, human_feedback: null, final_output: null, error: null },
+    firstSeq: k + 1,
+    transition: true,
+    events: [{ type: 'WorkflowStateEntered', key: `entered:a:${k}`, state_name: 'a', iteration_number: k, payload: {} }],
+  };
+}
+
 async function insertRuns(db: Db, ids: string[], yaml: string): Promise<void> {
   const manifest = parsedManifest(yaml);
   for (const id of ids) {
@@ -93,31 +114,14 @@ test('runs resumed by one commit write their next steps into one commit, not one
   const RUNS = 16;
   const STEPS = 5;
   const ids = Array.from({ length: RUNS }, () => randomUUID());
-  await insertRuns(
-    db,
-    ids,
-    `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: w, version: 1.0.0 }
-spec:
-  initial_state: a
-  states:
-    a: { kind: System, command: 'true', transitions: [] }
-`,
-  );
+  await insertRuns(db, ids, ONE_STATE);
   // Two transactions may be in flight: the old writer sent the first step to come back after a commit alone, at once.
   const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 2 });
   const run = async (id: string): Promise<void> => {
     for (let k = 1; k <= STEPS; k++) {
       // A run computes its next step in a few microtasks after its commit (as WorkflowRun does), no I/O.
       for (let m = 0; m < k; m++) await Promise.resolve();
-      await writer.write({
-        fence: { table: 'workflow_executions', keyColumn: 'id', key: id, nodeId: 'node-a', epoch: 0 },
-        snapshot: { status: 'running', current_state: 'a', blackboard: { k }, context: {}, visits: { a: k }, total_transitions: k, feedback: null, human_feedback: null, final_output: null, error: null },
-        firstSeq: k + 1,
-        transition: true,
-        events: [{ type: 'WorkflowStateEntered', key: `entered:a:${k}`, state_name: 'a', iteration_number: k, payload: {} }],
-      });
+      await writer.write(kthStep(id, k));
     }
   };
   await Promise.all(ids.map(run));
@@ -134,29 +138,12 @@ test('runs that start a few at a time merge into one cohort instead of committin
   const PER = 4;
   const STEPS = 6;
   const ids = Array.from({ length: COHORTS * PER }, () => randomUUID());
-  await insertRuns(
-    db,
-    ids,
-    `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: w, version: 1.0.0 }
-spec:
-  initial_state: a
-  states:
-    a: { kind: System, command: 'true', transitions: [] }
-`,
-  );
+  await insertRuns(db, ids, ONE_STATE);
   // Four transactions may be in flight (the default): four cohorts each had a connection and stayed apart for good.
   const writer = new StepWriter(db, undefined, silentLogger());
   const run = async (id: string): Promise<void> => {
     for (let k = 1; k <= STEPS; k++) {
-      await writer.write({
-        fence: { table: 'workflow_executions', keyColumn: 'id', key: id, nodeId: 'node-a', epoch: 0 },
-        snapshot: { status: 'running', current_state: 'a', blackboard: { k }, context: {}, visits: { a: k }, total_transitions: k, feedback: null, human_feedback: null, final_output: null, error: null },
-        firstSeq: k + 1,
-        transition: true,
-        events: [{ type: 'WorkflowStateEntered', key: `entered:a:${k}`, state_name: 'a', iteration_number: k, payload: {} }],
-      });
+      await writer.write(kthStep(id, k));
     }
   };
   // The cohorts arrive in successive turns of the event loop, as HTTP requests on separate connections do.
