@@ -134,6 +134,9 @@ ${extra}spec:
 ${states}`;
 }
 
+/** A workflow `w` of one System state: what the writer tests (steps, starts) write rows of, without running it. */
+export const ONE_STATE_WORKFLOW = manifest('w', 'a', "    a: { kind: System, command: 'true', transitions: [] }\n");
+
 /** A throwaway PostgreSQL database with every migration and no engine: for the tests of the engine's writers. */
 export async function migratedPg(t: ExecutionContext): Promise<Db> {
   const tdb = await createTestDatabase({ migrated: true });

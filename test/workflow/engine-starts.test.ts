@@ -6,18 +6,11 @@ import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { StartWriter, type StartWrite } from '../../src/workflow/engine/starts.ts';
-import { migratedPg, parsedManifest } from './engine-harness.ts';
+import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
 
 test('batched starts: one run per idempotency key, stimulus and run written together, a refused start fails alone', async (t) => {
   const db = await migratedPg(t);
-  const manifest = parsedManifest(`apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: w, version: 1.0.0 }
-spec:
-  initial_state: a
-  states:
-    a: { kind: System, command: 'true', transitions: [] }
-`);
+  const manifest = parsedManifest(ONE_STATE_WORKFLOW);
   const tenant = `t-${randomUUID()}`;
   const start = (key: string | null | undefined, workflowId: string = randomUUID()): StartWrite => {
     const id = randomUUID();

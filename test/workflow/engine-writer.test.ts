@@ -8,19 +8,9 @@ import type { Db } from '../../src/storage/db.ts';
 import { claimRow, type RowFence } from '../../src/storage/row-lease.ts';
 import { insertWorkflowExecution, getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter, type RunSnapshot } from '../../src/workflow/engine/writer.ts';
-import { migratedPg, parsedManifest } from './engine-harness.ts';
+import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
 
 /** Runs `ids` of the workflow `w` of `yaml` for tenant `t`, started and claimed by node-a. */
-/** A workflow of one System state: the cohort tests write its steps directly. */
-const ONE_STATE = `apiVersion: orch.dev/v1
-kind: Workflow
-metadata: { name: w, version: 1.0.0 }
-spec:
-  initial_state: a
-  states:
-    a: { kind: System, command: 'true', transitions: [] }
-`;
-
 /** The k-th step of run `id` (node-a holds it, epoch 0): entered state a for the k-th time. */
 function kthStep(id: string, k: number): Parameters<StepWriter['write']>[0] {
   return {
@@ -114,7 +104,7 @@ test('runs resumed by one commit write their next steps into one commit, not one
   const RUNS = 16;
   const STEPS = 5;
   const ids = Array.from({ length: RUNS }, () => randomUUID());
-  await insertRuns(db, ids, ONE_STATE);
+  await insertRuns(db, ids, ONE_STATE_WORKFLOW);
   // Two transactions may be in flight: the old writer sent the first step to come back after a commit alone, at once.
   const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 2 });
   const run = async (id: string): Promise<void> => {
@@ -138,7 +128,7 @@ test('runs that start a few at a time merge into one cohort instead of committin
   const PER = 4;
   const STEPS = 6;
   const ids = Array.from({ length: COHORTS * PER }, () => randomUUID());
-  await insertRuns(db, ids, ONE_STATE);
+  await insertRuns(db, ids, ONE_STATE_WORKFLOW);
   // Four transactions may be in flight (the default): four cohorts each had a connection and stayed apart for good.
   const writer = new StepWriter(db, undefined, silentLogger());
   const run = async (id: string): Promise<void> => {
