@@ -23,6 +23,11 @@ export interface FaultPlan {
   commit: number;
   /** Fraction of standalone statements (db.query) that fail before they run. */
   standalone: number;
+  /**
+   * Also inject at the first chance at each place (first, mid, commit, standalone), whatever the dice say: a workload
+   * of few transactions (the engine's writers batch many runs into one statement) then still meets every kind.
+   */
+  everyPlace?: boolean;
 }
 
 export interface FaultCounts {
@@ -60,7 +65,9 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
   const random = seeded(plan.seed);
   let on = true;
   const counts: FaultCounts = { first: 0, mid: 0, commit: 0, standalone: 0, swallowed: 0, real: 0, transactions: 0, commits: 0, statements: 0 };
-  const roll = (p: number): boolean => on && p > 0 && random() < p;
+  type Place = 'first' | 'mid' | 'commit' | 'standalone';
+  const unmet = new Set<Place>(plan.everyPlace ? ['first', 'mid', 'commit', 'standalone'] : []);
+  const roll = (place: Place): boolean => on && (unmet.delete(place) || (plan[place] > 0 && random() < plan[place]));
   const noteReal = (err: unknown): void => {
     if (isSerializationFailure(err) && !(err instanceof InjectedConflict)) counts.real++;
   };
@@ -69,7 +76,7 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
     kind: inner.kind,
     async query<R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> {
       counts.statements++;
-      if (roll(plan.standalone)) {
+      if (roll('standalone')) {
         counts.standalone++;
         throw new InjectedConflict('standalone statement');
       }
@@ -92,7 +99,7 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
               // The transaction is aborted: a real server refuses every further statement.
               throw Object.assign(new Error('current transaction is aborted, commands ignored until end of transaction block'), { code: '25P02' });
             }
-            if (n++ === 0 && roll(plan.first)) {
+            if (n++ === 0 && roll('first')) {
               counts.first++;
               throw (injected = new InjectedConflict('at the first statement'));
             }
@@ -103,7 +110,7 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
               noteReal(err);
               throw err;
             }
-            if (n > 1 && roll(plan.mid)) {
+            if (n > 1 && roll('mid')) {
               counts.mid++;
               throw (injected = new InjectedConflict('mid-transaction'));
             }
@@ -115,7 +122,7 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
           counts.swallowed++;
           throw injected;
         }
-        if (roll(plan.commit)) {
+        if (roll('commit')) {
           counts.commit++;
           throw new InjectedConflict('at commit');
         }
