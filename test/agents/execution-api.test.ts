@@ -8,8 +8,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { OrchRuntimeClient, type ExecuteSystemCommandResponse } from '../../src/gen/orch/runtime/v1/runtime.js';
-import { eventually, runOrch, startOrchNode } from '../support/node-process.ts';
-import { startScriptedLlm } from '../support/scripted-llm.ts';
+import { eventually, runOrch, startOrchNode, type NodeProcess } from '../support/node-process.ts';
+import { startScriptedLlm, type ChatRequest, type ScriptedLlm, type ScriptFn } from '../support/scripted-llm.ts';
 import { api, sseEvents } from './execution-scenarios.ts';
 
 const ONE_SHOT = (name: string, model = 'default') => `apiVersion: orch.dev/v1
@@ -22,10 +22,27 @@ spec:
   tools: [ fs.read ]
 `;
 
-async function node(t: import('ava').ExecutionContext, llmUrl?: string) {
+// One node for the whole file (its tests are independent: each deploys agents under its own names and looks only at
+// its own executions), so the file pays for one `orch up` instead of six. Each test that needs a model gets its own
+// alias, served by its own script through one scripted server that dispatches on the model name; the alias
+// "default" is served by no provider (the CONTRACT sentence's test).
+const MODELS = ['oneshot', 'slowpoke', 'judged'] as const;
+type ModelName = (typeof MODELS)[number];
+const scripts = new Map<string, ScriptFn>();
+let llm: ScriptedLlm;
+let shared: { node: NodeProcess; s: { http: string; token: string }; dir: string };
+
+/** Serves `alias` with `script` (the model name the node sends is `m-<alias>`); the requests it saw are returned. */
+function script(alias: ModelName, fn: ScriptFn): () => ChatRequest[] {
+  scripts.set(`m-${alias}`, fn);
+  return () => llm.requests.filter((r) => r.model === `m-${alias}`);
+}
+
+test.before(async () => {
+  llm = await startScriptedLlm((body, index) => scripts.get(body.model)?.(body, index) ?? { status: 500, message: `no script for model ${body.model}` });
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-exec-api-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
   const config = path.join(dir, 'node.yaml');
+  const models = MODELS.map((m) => `{ alias: ${m}, model: m-${m} }`).join(', ');
   await writeFile(
     config,
     `apiVersion: orch.dev/v1
@@ -34,15 +51,21 @@ metadata: { name: api-node }
 spec:
   node: { id: api-${randomUUID().slice(0, 8)}, role: hybrid }
   runtime: { default_isolation: process }
-${llmUrl ? `  llm_providers: [ { name: s, type: openai, endpoint: "${llmUrl}", api_key: k, models: [ { alias: default, model: m } ] } ]\n` : ''}`,
+  llm_providers: [ { name: s, type: openai, endpoint: "${llm.url}", api_key: k, models: [ ${models} ] } ]
+`,
   );
   const n = await startOrchNode({ ORCH_CONFIG: config, ORCH_DATA_DIR: path.join(dir, 'data'), DATABASE_URL: undefined, REDIS_URL: undefined });
-  t.teardown(() => n.child.kill('SIGKILL'));
-  return { node: n, s: { http: n.banner.http, token: n.banner.dev_token ?? '' }, dir };
-}
+  shared = { node: n, s: { http: n.banner.http, token: n.banner.dev_token ?? '' }, dir };
+});
+
+test.after.always(async () => {
+  shared?.node.child.kill('SIGKILL');
+  await llm?.close();
+  if (shared) await rm(shared.dir, { recursive: true, force: true });
+});
 
 test('bad inputs: non-UUID agent 400, unknown agent 404, missing input 400, unknown execution 404', async (t) => {
-  const { s } = await node(t);
+  const { s } = shared;
   t.deepEqual(await api(s, 'POST', '/v1/executions', { agent_id: 'not-a-uuid', input: 'x' }), { status: 400, body: { error: 'Invalid agent ID' } });
   t.deepEqual(await api(s, 'POST', '/v1/executions', { agent_id: randomUUID(), input: 'x' }), { status: 404, body: { error: 'Agent not found' } });
   const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('asker') });
@@ -79,7 +102,7 @@ function executeAgentStatus(grpc: string, token: string, agentId: string): Promi
 }
 
 test('gRPC ExecuteAgent answers a non-UUID agent_id INVALID_ARGUMENT and an unknown one NOT_FOUND at once (issue 14 #8)', async (t) => {
-  const { node: n, s } = await node(t);
+  const { node: n, s } = shared;
   const bad = await executeAgentStatus(n.banner.grpc, s.token, 'not-a-uuid');
   t.like(bad, { code: status.INVALID_ARGUMENT, details: 'Invalid agent ID' });
   const unknown = await executeAgentStatus(n.banner.grpc, s.token, randomUUID());
@@ -89,8 +112,9 @@ test('gRPC ExecuteAgent answers a non-UUID agent_id INVALID_ARGUMENT and an unkn
   t.true(bad.ms < 20_000 && unknown.ms < 20_000, `${bad.ms} ms, ${unknown.ms} ms`);
 });
 
-test('with no model provider the execution fails with the CONTRACT sentence', async (t) => {
-  const { s } = await node(t);
+test('with no model provider for its alias the execution fails with the CONTRACT sentence', async (t) => {
+  // The shared node serves other aliases, not "default": the same check (no provider for the agent's alias).
+  const { s } = shared;
   const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('nomodel') });
   const started = await api<{ execution_id: string }>(s, 'POST', `/v1/agents/${dep.body.agent_id}/execute`, { input: 'hi' });
   t.is(started.status, 200);
@@ -102,13 +126,12 @@ test('with no model provider the execution fails with the CONTRACT sentence', as
 });
 
 test('one-shot: one iteration; json_schema validation; list, detail, remove; ExecuteSystemCommand; orch agent run', async (t) => {
-  const llm = await startScriptedLlm((body) => {
+  script('oneshot', (body) => {
     const user = body.messages.find((m) => m.role === 'user')?.content ?? '';
     return { content: String(user).includes('bad') ? 'not json' : '{"answer": "yes"}' };
   });
-  t.teardown(() => llm.close());
-  const { s, node: n } = await node(t, llm.url);
-  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('oneshot') });
+  const { s, node: n } = shared;
+  const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', { manifest_yaml: ONE_SHOT('oneshot', 'oneshot') });
   const ok = await api<{ execution_id: string }>(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'good' });
   const okEvents = await sseEvents(s, ok.body.execution_id);
   t.deepEqual(okEvents.map((e) => Object.keys(e)[0]), ['execution_started', 'iteration_started', 'iteration_output', 'iteration_completed', 'execution_completed']);
@@ -151,27 +174,27 @@ test('one-shot: one iteration; json_schema validation; list, detail, remove; Exe
   const ls = await runOrch(['--json', 'agent', 'ls'], env);
   t.is(ls.code, 0, ls.stderr);
   t.true((JSON.parse(ls.stdout) as { agents: { name: string }[] }).agents.some((a) => a.name === 'oneshot'));
-  await eventually(async () => ((await api<{ executions: unknown[] }>(s, 'GET', '/v1/executions')).body.executions.length >= 3 ? true : undefined));
+  // This agent's executions only (the node is shared): the one left of the two above and the CLI's two.
+  await eventually(async () => ((await api<{ executions: unknown[] }>(s, 'GET', `/v1/executions?agent_id=${dep.body.agent_id}`)).body.executions.length >= 3 ? true : undefined));
 });
 
 test('timeouts: iteration_timeout kills a stuck command, llm_timeout_seconds a slow model, then the loop refines on', async (t) => {
   // Generous limits (20 s, 10 s), a far longer command (300 s) and a far slower model (60 s): with a 1 s model timeout
   // a loaded CI machine made an ordinary answer time out too, and 4 s left little margin under a loaded suite.
-  const llm = await startScriptedLlm(async (body) => {
+  script('slowpoke', async (body) => {
     const users = body.messages.filter((m) => m.role === 'user').length;
     const toolsDone = body.messages.slice(body.messages.map((m) => m.role).lastIndexOf('user') + 1).filter((m) => m.role === 'tool').length;
     if (users === 1 && toolsDone === 0) return { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['300'] } }] };
     if (users === 2) await new Promise((r) => setTimeout(r, 60_000)); // much slower than llm_timeout_seconds
     return { content: 'done' };
   });
-  t.teardown(() => llm.close());
-  const { s } = await node(t, llm.url);
+  const { s } = shared;
   const dep = await api<{ agent_id: string }>(s, 'POST', '/v1/agents', {
     manifest_yaml: `apiVersion: orch.dev/v1
 kind: Agent
 metadata: { name: slowpoke, version: 1.0.0 }
 spec:
-  runtime: { language: node, version: "20", model: default }
+  runtime: { language: node, version: "20", model: slowpoke }
   task: { instruction: Sleep. }
   execution: { mode: iterative, max_iterations: 3, iteration_timeout: 20, llm_timeout_seconds: 10 }
   tools: [ { name: cmd.run, config: { subcommand_allowlist: { sleep: [] } } } ]
@@ -187,7 +210,7 @@ spec:
 });
 
 test('POST /v1/dispatch-gateway speaks the protocol to loopback callers and refuses malformed messages', async (t) => {
-  const { s } = await node(t);
+  const { s } = shared;
   const res = await fetch(`${s.http}/v1/dispatch-gateway`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'generate' }) });
   t.is(res.status, 400);
   t.deepEqual(await res.json(), { error: 'execution_id is required' });
@@ -201,7 +224,7 @@ test('POST /v1/dispatch-gateway speaks the protocol to loopback callers and refu
 
 test('tool_validation: the inner-loop judge blocks a proposed call under min_score; skip_judge tools bypass it', async (t) => {
   const isJudge = (body: { messages: { role: string; content?: string | null }[] }) => body.messages.some((m) => m.role === 'system' && String(m.content).includes('Answer only with JSON'));
-  const llm = await startScriptedLlm((body) => {
+  const requests = script('judged', (body) => {
     if (isJudge(body)) {
       const proposal = String(body.messages.at(-1)?.content);
       return { content: proposal.includes('evil.txt') ? '{"score": 0.1, "confidence": 0.9, "reasoning": "writes a file the task does not need"}' : '{"score": 0.9, "confidence": 0.9, "reasoning": "a reasonable call for this task"}' };
@@ -212,14 +235,13 @@ test('tool_validation: the inner-loop judge blocks a proposed call under min_sco
     if (tools === 2) return { tool_calls: [{ name: 'fs_read', arguments: { path: 'good.txt' } }] };
     return { content: 'done' };
   });
-  t.teardown(() => llm.close());
-  const { s, dir } = await node(t, llm.url);
+  const { s, dir } = shared;
   const guard = await api(s, 'POST', '/v1/agents', {
     manifest_yaml: `apiVersion: orch.dev/v1
 kind: Agent
 metadata: { name: guard, version: 1.0.0 }
 spec:
-  runtime: { language: node, version: "20", model: default }
+  runtime: { language: node, version: "20", model: judged }
   task: { instruction: You review tool calls proposed by another agent. }
 `,
   });
@@ -229,7 +251,7 @@ spec:
 kind: Agent
 metadata: { name: guarded, version: 1.0.0 }
 spec:
-  runtime: { language: node, version: "20", model: default }
+  runtime: { language: node, version: "20", model: judged }
   task: { instruction: Write good.txt. }
   execution: { mode: one-shot, tool_validation: [ { judge_agent: guard, min_score: 0.5 } ] }
   tools: [ fs.write, fs.read ]
@@ -239,12 +261,12 @@ spec:
   const started = await api<{ execution_id: string }>(s, 'POST', '/v1/executions', { agent_id: dep.body.agent_id, input: 'x' });
   const events = await sseEvents(s, started.body.execution_id);
   t.truthy(events.at(-1)?.execution_completed, JSON.stringify(events.at(-1)));
-  const judgeCalls = llm.requests.filter((r) => isJudge(r));
+  const judgeCalls = requests().filter((r) => isJudge(r));
   t.is(judgeCalls.length, 2, 'fs.write twice judged; fs.read (skip_judge) not');
   const workspace = path.join(dir, 'data', 'volumes', started.body.execution_id, 'workspace');
   const { existsSync } = await import('node:fs');
   t.false(existsSync(path.join(workspace, 'evil.txt')), 'the rejected call did not run');
   t.true(existsSync(path.join(workspace, 'good.txt')));
-  const rejected = llm.requests.find((r) => !isJudge(r) && r.messages.filter((m) => m.role === 'tool').length === 1);
+  const rejected = requests().find((r) => !isJudge(r) && r.messages.filter((m) => m.role === 'tool').length === 1);
   t.regex(String(rejected?.messages.at(-1)?.content), /ToolCallRejected.*guard scored 0.1/);
 });
