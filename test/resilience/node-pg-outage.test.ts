@@ -202,8 +202,10 @@ test.serial('a node started while PostgreSQL is down waits for it and starts whe
   const starting = startOrchNode({ ORCH_CONFIG: configFile, ORCH_DATA_DIR: path.join(dir, 'data'), DATABASE_URL: url, REDIS_URL: undefined });
   let failed: unknown;
   starting.then((n) => t.teardown(() => void n.child.kill('SIGKILL')), (err: unknown) => (failed = err));
-  // Longer than a start that gives up at once takes (old code: exit 1, "cannot connect to the database").
-  await new Promise((r) => setTimeout(r, 8_000));
+  // Until the node has tried the database and is waiting to retry (old code: exit 1, "cannot connect to the
+  // database"). A fixed 8 s wait failed under load: the node was still loading its modules, had not tried yet, and
+  // so never logged a retry.
+  await eventually(async () => (failed !== undefined || /dependency unavailable; retrying/.test(starting.stderr()) ? true : undefined), 120_000, 'the node to try the database');
   t.is(failed, undefined, `the node gave up while the database was down: ${String(failed)}`);
   await server.start();
   const node = await starting;

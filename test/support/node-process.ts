@@ -68,8 +68,11 @@ export const TEST_JOIN_TOKEN = 'orch-test-join-token-0123456789';
  * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid). The default wait is
  * 180 s: a node on a fresh PGlite applies every migration, and on a heavily loaded machine 90 s was not enough.
  */
+/** A node being started: resolves with it at its banner; `stderr()` reads what it has logged so far, before that too. */
+export type StartingNode = Promise<NodeProcess> & { stderr(): string };
+
 /** `bin`: another checkout's bin/orch.js (bench/startup.ts compares two builds). */
-export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 180_000, wrap: string[] = [], bin = ORCH_BIN): Promise<NodeProcess> {
+export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 180_000, wrap: string[] = [], bin = ORCH_BIN): StartingNode {
   const argv = [...wrap, process.execPath, bin, '--json', 'up', ...args];
   const child = spawn(argv[0]!, argv.slice(1), {
     env: {
@@ -89,7 +92,7 @@ export function startOrchNode(env: Record<string, string | undefined>, args: str
   const exited = new Promise<number | string>((resolve) => {
     child.on('exit', (code, signal) => resolve(code ?? signal ?? -1));
   });
-  return new Promise((resolve, reject) => {
+  const starting = new Promise<NodeProcess>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`orch up did not start in ${timeoutMs} ms; stderr:\n${stderr.slice(-4000)}`));
@@ -123,6 +126,7 @@ export function startOrchNode(env: Record<string, string | undefined>, args: str
       }
     });
   });
+  return Object.assign(starting, { stderr: () => stderr });
 }
 
 /** Polls `probe` until it returns a non-undefined value or the time is up. */
