@@ -79,9 +79,9 @@ export async function copySchemaDir(dir: string | undefined, key: string, dataDi
 const execFileP = promisify(execFile);
 
 /**
- * The contents of `from` into the directory `to`: by `cp -r` in a child process when there is one (the ~1,200 files
- * cost about a second of CPU through fs.cp, on the thread that is loading the node's modules meanwhile; issue 15
- * item 4), else by fs.cp.
+ * The contents of `from` into the directory `to`: by `cp -r` in a child process when there is one (the ~600 files,
+ * ~1,200 before the template databases were dropped, cost about a second of CPU through fs.cp, on the thread that is
+ * loading the node's modules meanwhile; issue 15 item 4), else by fs.cp.
  */
 async function copyTree(from: string, to: string): Promise<void> {
   try {

@@ -148,6 +148,13 @@ test('pglite: a fresh data dir starts from the schema template of its migrations
     t.deepEqual((await b.db.query('SELECT version FROM schema_migrations ORDER BY version')).rows, [{ version: 1 }, { version: 2 }]);
     t.deepEqual((await b.db.query('SELECT note FROM s_two')).rows, [{ note: 'seeded' }], "the migrations' own rows came too");
     t.deepEqual((await b.db.query('SELECT id FROM s_one')).rows, [], 'nothing written after the migrations did');
+    if (name === 'b2') {
+      // The directory template leaves out template0/template1 (never opened by PGlite): half the files to copy.
+      t.deepEqual((await b.db.query('SELECT datname FROM pg_database ORDER BY datname')).rows, [{ datname: 'postgres' }]);
+      await b.db.query('CREATE TABLE after_copy (id INT PRIMARY KEY)');
+      await b.db.query('INSERT INTO after_copy VALUES (1)');
+      t.deepEqual((await b.db.query('SELECT id FROM after_copy')).rows, [{ id: 1 }], 'the copy is a working database');
+    }
   }
   t.false(existsSync(path.join(tmp.dir, 'b2', 'READY')), 'the marker stays with the template');
 
