@@ -10,12 +10,16 @@
 // (target_info in /metrics).
 import { context, propagation, trace } from '@opentelemetry/api';
 import { Metadata } from '@grpc/grpc-js';
-import { OTLPTraceExporter as OTLPGrpcTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { lazyRequire } from '../util/lazy-require.ts';
 import { setMetricsResource } from './metrics.ts';
+
+// The OTLP exporters (with their transformer, protobuf and exporter-base packages, ~40 modules, about 0.2 s of a quiet
+// start) are required only when an endpoint is configured: most nodes and every test node export nothing (issue 15).
+const otlpGrpc = lazyRequire<typeof import('@opentelemetry/exporter-trace-otlp-grpc')>('@opentelemetry/exporter-trace-otlp-grpc');
+const otlpProto = lazyRequire<typeof import('@opentelemetry/exporter-trace-otlp-proto')>('@opentelemetry/exporter-trace-otlp-proto');
 
 export interface TelemetryOptions {
   /** service.name of every span. Default "orch". */
@@ -101,7 +105,7 @@ export function startTelemetry(options: TelemetryOptions = {}): Telemetry {
   const url = options.otlpTracesUrl ?? (options.otlpEndpoint ? (protocol === 'grpc' ? options.otlpEndpoint : otlpTracesUrlOf(options.otlpEndpoint)) : undefined);
   const processors: SpanProcessor[] = [...(options.spanProcessors ?? [])];
   if (url) {
-    const exporter = protocol === 'grpc' ? new OTLPGrpcTraceExporter({ url, metadata: metadataOf(options.otlpHeaders ?? {}) }) : new OTLPTraceExporter({ url, headers: options.otlpHeaders ?? {} });
+    const exporter = protocol === 'grpc' ? new (otlpGrpc().OTLPTraceExporter)({ url, metadata: metadataOf(options.otlpHeaders ?? {}) }) : new (otlpProto().OTLPTraceExporter)({ url, headers: options.otlpHeaders ?? {} });
     processors.push(new BatchSpanProcessor(exporter, { scheduledDelayMillis: options.exportIntervalMs ?? 2000 }));
   }
   const attributes: Record<string, string> = {
