@@ -10,7 +10,7 @@ import test from 'ava';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { claimLeasedRow, lapsedRowKeys, recoverableRowKeys } from '../../src/actors/leased-row/table.ts';
-import { markUnhealthyIfOverdue, overduePeers, recoverableNodeIds, releaseDeregistered, renewOwnedClaims, watchableNodes } from '../../src/actors/node-peer/repo.ts';
+import { markUnhealthyIfOverdue, recoverableNodeIds, watchableNodes, watchTick } from '../../src/actors/node-peer/repo.ts';
 import { appendExecutionEvent, readExecutionEvents, recordExecutionEvent } from '../../src/agents/execution/events.ts';
 import { Journal } from '../../src/agents/execution/journal.ts';
 import { EXECUTIONS_TABLE, getTenantExecution, insertExecution, listExecutions } from '../../src/agents/execution/repo.ts';
@@ -25,6 +25,7 @@ import { openPg } from '../../src/storage/pg.ts';
 import { fencedUpdate, renewRow } from '../../src/storage/row-lease.ts';
 import { recoverableApprovalIds } from '../../src/workflow/approvals/repo.ts';
 import { listWorkflowExecutions, recoverableWorkflowIds, WORKFLOW_EXECUTIONS_TABLE } from '../../src/workflow/engine/repo.ts';
+import { sweepFinds } from '../../src/workflow/engine/sweep.ts';
 import { getStimulus, insertStimulus, keyHolder, listStimuli, recordOutcome } from '../../src/stimuli/repo.ts';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
 import { loadHistory, LOADED_TABLES } from '../support/history-load.ts';
@@ -96,9 +97,11 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   t.is((await h.waitFor(waiting)).status, 'completed');
   await sub.close();
   t.true(seen.length > 0, 'the history of a run was read');
-  // The sweep a node runs every third of the lease (capability.ts startSweeper): runs and approval timers to recover.
+  // Start-up recovery: runs and approval timers to recover; the sweep a node runs every sixth of the lease
+  // (capability.ts startSweeper) reads the same and the lapsed parking leases in one statement (engine/sweep.ts).
   await recoverableWorkflowIds(db, 'node-a');
   await recoverableApprovalIds(db, 'node-a');
+  await sweepFinds(db, 'node-a');
   // The lapsed-lease sweep (every sixth of the lease, at most 2 s): a worker's own rows, a hybrid's non-workers' rows.
   await lapsedRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, 'node-a', 'own', [waiting]);
   await lapsedRowKeys(db, WORKFLOW_EXECUTIONS_TABLE, 'node-a', 'non-workers', [waiting]);
@@ -153,9 +156,7 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   const beat = [members, members.map(() => 's'), members.map(() => 'p'), members.map(() => '{}'), members.map(() => 'ACTIVE'), members.map(() => Date.now()), members.map(() => 'n')];
   await db.query(PLAIN_SQL, beat);
   await db.query(RECOVER_SQL, [...beat, 'node:']);
-  await renewOwnedClaims(db, OTHER_NODE, 10_000);
-  await overduePeers(db, OTHER_NODE, 10_000);
-  await releaseDeregistered(db, OTHER_NODE);
+  await watchTick(db, OTHER_NODE, 10_000, 10_000);
   await markUnhealthyIfOverdue(db, { nodeId: 'live-1', owner: OTHER_NODE, epoch: 1 }, 3_600_000);
   await recoverableNodeIds(db, 'node-a');
   await watchableNodes(db, OTHER_NODE);
@@ -179,6 +180,8 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
     ['workflow starts', /INSERT INTO workflow_executions/],
     ['workflow claim renewals', /UPDATE workflow_executions w SET lease_expires_at/],
     ['workflow recovery sweep', /SELECT id::TEXT AS id FROM workflow_executions\s+WHERE status IN/],
+    ['the engine sweep in one statement', /SELECT ARRAY\(SELECT id::TEXT AS id FROM workflow_executions/],
+    ['the watch tick of a controller', /WITH ch AS \(\s*UPDATE cluster_nodes/],
     ['parked-run adoption', /WHERE id IN \(SELECT id FROM workflow_executions WHERE parked AND owner_node/],
     ['parked-run full check', /WHERE w\.parked AND w\.owner_node/],
     ['parked-run scan', /FROM approvals a\s+WHERE a\.resolved_at/],

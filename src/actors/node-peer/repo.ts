@@ -165,44 +165,34 @@ export async function markUnhealthyIfOverdue(db: Queryable, fence: Fence, overdu
 }
 
 /**
- * Renews the claims `owner` holds on remote peers' rows that have run down to half their lifetime (one statement per
- * watch tick; the watch ticks every half period, so a claim is renewed about every ttl / 2 rather than at every tick:
- * a thousand members cost a few hundred row updates a second instead of two thousand).
+ * One tick of the controller's watch in one statement (issue 18, idle cost; it was three, every half heartbeat
+ * period): renews the claims `owner` holds that ran down to half their lifetime, gives up its claims on rows that
+ * were DEREGISTERED (answered as `released`), and answers the ACTIVE or DRAINING peers past their heartbeat deadline
+ * (`overdue`). One UPDATE does both writes (CockroachDB refuses two modifications of one table in a statement); the
+ * rows are locked SKIP LOCKED, so a row a heartbeat is writing is renewed or released on the next tick, and the
+ * watch never queues behind heartbeats nor they behind it. `= ANY(ARRAY(...))`: the keys are gathered once and the
+ * UPDATE finds them by primary key (issue 23). The overdue read sees the statement's snapshot, as a read just before.
  */
-export async function renewOwnedClaims(db: Queryable, owner: string, ttlMs: number): Promise<void> {
-  // SKIP LOCKED: a row a heartbeat is writing right now is renewed on the next tick (the claim outlives several),
-  // so the watch never queues behind heartbeats nor they behind it.
-  // `= ANY(ARRAY(...))`: the locked keys are gathered once and the UPDATE finds them by primary key; an `IN (...)`
-  // may be planned as a join that reads every member row ever registered (issue 23).
-  await db.query(
-    `UPDATE cluster_nodes SET lease_expires_at = now() + ($2::INT * INTERVAL '1 millisecond')
-     WHERE node_id = ANY(ARRAY(
-       SELECT node_id FROM cluster_nodes WHERE owner_node = $1 AND node_id <> $1 AND status <> 'DEREGISTERED'
-         AND (lease_expires_at IS NULL OR lease_expires_at < now() + ($2::INT / 2 * INTERVAL '1 millisecond'))
-       ORDER BY node_id FOR UPDATE SKIP LOCKED))`,
-    [owner, Math.round(ttlMs)],
+export async function watchTick(db: Queryable, owner: string, ttlMs: number, overdueMs: number): Promise<{ overdue: string[]; released: string[] }> {
+  const res = await db.query<{ overdue: string[]; released: string[] }>(
+    `WITH ch AS (
+       UPDATE cluster_nodes
+       SET owner_node = CASE WHEN status = 'DEREGISTERED' THEN NULL ELSE owner_node END,
+           lease_expires_at = CASE WHEN status = 'DEREGISTERED' THEN NULL ELSE now() + ($2::INT * INTERVAL '1 millisecond') END
+       WHERE node_id = ANY(ARRAY(
+         SELECT node_id FROM cluster_nodes WHERE owner_node = $1 AND node_id <> $1
+           AND (status = 'DEREGISTERED' OR lease_expires_at IS NULL OR lease_expires_at < now() + ($2::INT / 2 * INTERVAL '1 millisecond'))
+         ORDER BY node_id FOR UPDATE SKIP LOCKED))
+         AND owner_node = $1
+       RETURNING node_id, status)
+     SELECT ARRAY(SELECT node_id FROM ch WHERE status = 'DEREGISTERED') AS released,
+       ARRAY(SELECT node_id FROM cluster_nodes
+             WHERE owner_node = $1 AND node_id <> $1 AND status IN ('ACTIVE', 'DRAINING')
+               AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($3::INT * INTERVAL '1 millisecond'))) AS overdue`,
+    [owner, Math.round(ttlMs), Math.round(overdueMs)],
   );
-}
-
-/** Remote peers `owner` holds that are ACTIVE or DRAINING and past their heartbeat deadline. */
-export async function overduePeers(db: Queryable, owner: string, overdueMs: number): Promise<string[]> {
-  const res = await db.query<{ node_id: string }>(
-    `SELECT node_id FROM cluster_nodes
-     WHERE owner_node = $1 AND node_id <> $1 AND status IN ('ACTIVE', 'DRAINING')
-       AND (last_heartbeat_at IS NULL OR last_heartbeat_at < now() - ($2::INT * INTERVAL '1 millisecond'))`,
-    [owner, Math.round(overdueMs)],
-  );
-  return res.rows.map((r) => r.node_id);
-}
-
-/** Gives up `owner`'s claims on rows that were DEREGISTERED; answers their ids. */
-export async function releaseDeregistered(db: Queryable, owner: string): Promise<string[]> {
-  const res = await db.query<{ node_id: string }>(
-    `UPDATE cluster_nodes SET owner_node = NULL, lease_expires_at = NULL
-     WHERE owner_node = $1 AND node_id <> $1 AND status = 'DEREGISTERED' RETURNING node_id`,
-    [owner],
-  );
-  return res.rows.map((r) => r.node_id);
+  const r = res.rows[0]!;
+  return { overdue: r.overdue, released: r.released };
 }
 
 export function setStatus(db: Queryable, fence: Fence, status: PeerStatus): Promise<NodeRow> {

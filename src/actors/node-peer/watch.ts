@@ -1,7 +1,7 @@
 // PeerWatch: the controller's heartbeat-deadline clock for every remote peer it owns (docs/CLUSTER.md). One tick
-// costs a few statements whatever the number of peers: renew the claims this controller holds, find the overdue
-// peers and tell their NodePeerActors (which make the fenced UNHEALTHY transition), release rows that were
-// deregistered, and — every few ticks — spawn actors for rows nobody holds (new members registered on a controller
+// costs one statement whatever the number of peers (repo.watchTick): renew the claims this controller holds, find
+// the overdue peers and tell their NodePeerActors (which make the fenced UNHEALTHY transition), release rows that
+// were deregistered, and — every few ticks — spawn actors for rows nobody holds (new members registered on a controller
 // that died, or claims that expired), stop actors over rows another node took, and keep this node's own row driven.
 import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
@@ -56,11 +56,11 @@ export class PeerWatch {
   async tick(): Promise<void> {
     const { db, actors, selfId } = this.o;
     const ttl = this.o.heartbeatMs * (this.o.missedHeartbeats + 1);
-    await repo.renewOwnedClaims(db, selfId, ttl);
-    for (const id of await repo.overduePeers(db, selfId, this.o.heartbeatMs * this.o.missedHeartbeats)) {
+    const { overdue, released } = await repo.watchTick(db, selfId, ttl, this.o.heartbeatMs * this.o.missedHeartbeats);
+    for (const id of overdue) {
       if (!actors.tell(NODE_PEER_KIND, id, { type: 'overdue' })) actors.spawn(NODE_PEER_KIND, id);
     }
-    for (const id of await repo.releaseDeregistered(db, selfId)) actors.tell(NODE_PEER_KIND, id, { type: 'released' });
+    for (const id of released) actors.tell(NODE_PEER_KIND, id, { type: 'released' });
     if (this.ticks++ % 4 === 0) await this.adopt();
   }
 

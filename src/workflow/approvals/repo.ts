@@ -121,16 +121,19 @@ export const APPROVAL_TIMER_HORIZON_MS = 60_000;
  * sweep asks again (a due-time scan, not a timer per waiting run).
  */
 export async function recoverableApprovalIds(db: Queryable, nodeId: string, horizonMs: number = APPROVAL_TIMER_HORIZON_MS): Promise<string[]> {
-  const res = await db.query<{ id: string }>(
-    // The pending approvals come from their partial index; each one's run is looked up by id in a scalar subquery
-    // (never flattened into a join), so no plan reads the whole history of runs to find a few (issue 23).
-    `SELECT a.id FROM approvals a
+  const res = await db.query<{ id: string }>(RECOVERABLE_APPROVALS_SQL, [nodeId, Math.round(horizonMs)]);
+  return res.rows.map((r) => r.id);
+}
+
+/**
+ * recoverableApprovalIds' statement ($1: this node, $2: the horizon in ms), also a part of the engine's
+ * one-statement sweep (engine/sweep.ts). The pending approvals come from their partial index; each one's run is
+ * looked up by id in a scalar subquery (never flattened into a join), so no plan reads the whole history of runs to
+ * find a few (issue 23).
+ */
+export const RECOVERABLE_APPROVALS_SQL = `SELECT a.id::TEXT AS id FROM approvals a
      WHERE a.status = 'pending' AND a.deadline IS NOT NULL AND a.deadline < now() + ($2::INT * INTERVAL '1 millisecond')
        AND (SELECT CASE WHEN w.parked THEN w.owner_node = $1
                    ELSE w.owner_node IS NULL OR w.owner_node = $1 OR w.lease_expires_at IS NULL OR w.lease_expires_at < now() END
             FROM workflow_executions w WHERE w.id = a.workflow_execution_id)
-     ORDER BY a.deadline`,
-    [nodeId, Math.round(horizonMs)],
-  );
-  return res.rows.map((r) => r.id);
-}
+     ORDER BY a.deadline`;

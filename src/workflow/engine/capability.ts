@@ -24,8 +24,8 @@ import { TerminalCache, Wakers } from './wakers.ts';
 import { StepWriter, type WriterOptions } from './writer.ts';
 import { LeaseRenewer } from '../../storage/lease-renewer.ts';
 import { sweepIntervalFor } from '../../actors/leased-row/sweeper.ts';
-import { recoverableWorkflowIds, type WorkflowExecutionRow } from './repo.ts';
-import { recoverableApprovalIds } from '../approvals/repo.ts';
+import type { WorkflowExecutionRow } from './repo.ts';
+import { sweepFinds } from './sweep.ts';
 import { LocalPost, type Post } from '../../actors/tell.ts';
 import { Parker } from './parking.ts';
 
@@ -171,13 +171,24 @@ export function startWorkflowCapability(o: {
   });
   o.actors.register<WorkflowMessage>(wk);
   o.actors.register<ApprovalMessage>(ak);
+  // One statement a pass (sweep.ts): the runs and approval timers to take over, and the lapsed parking leases.
+  // Adoption runs beside the next passes, one at a time: its full check of a dead node's many parked runs must not
+  // hold up the takeover of lapsed live runs (controller failover).
+  let adopting = false;
   const sweep = async (): Promise<void> => {
-    for (const id of await recoverableWorkflowIds(o.db, o.nodeId)) if (!o.actors.isLive(wk.name, id)) o.actors.spawn(wk.name, id);
-    for (const id of await recoverableApprovalIds(o.db, o.nodeId)) if (!o.actors.isLive(ak.name, id)) o.actors.spawn(ak.name, id);
+    const found = await sweepFinds(o.db, o.nodeId);
+    for (const id of found.runs) if (!o.actors.isLive(wk.name, id)) o.actors.spawn(wk.name, id);
+    for (const id of found.approvals) if (!o.actors.isLive(ak.name, id)) o.actors.spawn(ak.name, id);
+    if (found.deadParkers.length === 0 || adopting) return;
+    adopting = true;
+    void parker
+      .adoptFrom(found.deadParkers)
+      .catch((err: unknown) => log.warn({ err }, 'adopting lapsed parked runs failed'))
+      .finally(() => (adopting = false));
   };
   return {
     startSweeper: (intervalMs = sweepIntervalFor(leaseMs)) => {
-      parker.start(intervalMs);
+      parker.start();
       let sweeping = false;
       const timer = setInterval(() => {
         // One pass at a time: a slow database must not pile sweeps up.

@@ -26,6 +26,9 @@ export const PARKING_LEASE_MS = 10_000;
 /** Most parked runs moved or woken by one statement; the rest follow on the next pass. */
 const BATCH = 2_000;
 
+/** Nodes other than $1 whose parking lease lapsed: their parked runs are adopted (also a part of engine/sweep.ts). */
+export const DEAD_PARKERS_SQL = 'SELECT node_id FROM workflow_parking_leases WHERE expires_at < now() AND node_id <> $1';
+
 export interface ParkerOptions {
   db: Queryable;
   nodeId: string;
@@ -193,14 +196,16 @@ export class Parker {
    * one statement per batch, the rows stay parked. Answers how many were adopted. Exported for tests.
    */
   async adopt(): Promise<number> {
-    const dead = await this.o.db.query<{ node_id: string }>(
-      'SELECT node_id FROM workflow_parking_leases WHERE expires_at < now() AND node_id <> $1',
-      [this.o.nodeId],
-    );
-    if (dead.rows.length === 0) return 0;
+    const dead = await this.o.db.query<{ node_id: string }>(DEAD_PARKERS_SQL, [this.o.nodeId]);
+    return this.adoptFrom(dead.rows.map((r) => r.node_id));
+  }
+
+  /** adopt() once the nodes whose parking lease lapsed are known (the engine's sweep reads them with its own). */
+  async adoptFrom(dead: readonly string[]): Promise<number> {
+    if (dead.length === 0 || this.stopped) return 0;
     if (!(await this.ensureLease())) return 0;
     let adopted = 0;
-    for (const { node_id } of dead.rows) {
+    for (const node_id of dead) {
       // The new epoch fences the old holder off, should it come back and try to write one of them.
       const res = await this.o.db.query(
         `UPDATE workflow_executions SET owner_node = $1, epoch = epoch + 1, updated_at = now()
@@ -216,7 +221,7 @@ export class Parker {
       }
     }
     if (adopted > 0) {
-      this.log.info({ adopted, from: dead.rows.map((r) => r.node_id) }, 'adopted the parked runs of nodes whose parking lease lapsed');
+      this.log.info({ adopted, from: dead }, 'adopted the parked runs of nodes whose parking lease lapsed');
       // Their facts may be older than this node's scan window (committed while their holder was dying): all checked.
       await this.checkAll();
     }
@@ -317,8 +322,12 @@ export class Parker {
     return woken;
   }
 
-  /** Renews the parking lease (when this node parks anything), adopts lapsed nodes' runs and scans its own. */
-  start(adoptEveryMs: number): void {
+  /**
+   * Renews the parking lease (when this node parks anything), scans its own parked runs and, given `adoptEveryMs`,
+   * adopts lapsed nodes' runs on a timer of its own; without it the caller reads the lapsed nodes in its sweep and
+   * calls adoptFrom (engine/sweep.ts: one statement for the three reads of a pass).
+   */
+  start(adoptEveryMs?: number): void {
     if (this.started) return;
     this.started = true;
     const every = (ms: number, fn: () => Promise<unknown>, what: string): void => {
@@ -337,7 +346,7 @@ export class Parker {
     every(Math.max(100, Math.round(this.leaseMs / 5)), async () => {
       if (this.leaseGoodUntil > 0) await this.renewLease();
     }, 'parking lease renewal');
-    every(adoptEveryMs, () => this.adopt(), 'adopting lapsed parked runs');
+    if (adoptEveryMs !== undefined) every(adoptEveryMs, () => this.adopt(), 'adopting lapsed parked runs');
     every(this.o.scanMs, () => this.scan(), 'parked-run scan');
     // At start: runs parked here before a restart whose answer came while this node was down.
     this.claimOwnLease()

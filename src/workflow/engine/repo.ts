@@ -166,15 +166,15 @@ export async function listWorkflowExecutions(db: Queryable, tenantId: string, f:
  * (parking.ts).
  */
 export async function recoverableWorkflowIds(db: Queryable, nodeId: string): Promise<string[]> {
-  const res = await db.query<{ id: string }>(
-    `SELECT id::TEXT AS id FROM workflow_executions
-     WHERE status IN ('running', 'waiting_for_human_input') AND NOT parked
-       AND (owner_node IS NULL OR owner_node = $1 OR lease_expires_at IS NULL OR lease_expires_at < now())
-     ORDER BY created_at`,
-    [nodeId],
-  );
+  const res = await db.query<{ id: string }>(RECOVERABLE_RUNS_SQL, [nodeId]);
   return res.rows.map((r) => r.id);
 }
+
+/** recoverableWorkflowIds' statement ($1: this node), also a part of the engine's one-statement sweep (sweep.ts). */
+export const RECOVERABLE_RUNS_SQL = `SELECT id::TEXT AS id FROM workflow_executions
+     WHERE status IN ('running', 'waiting_for_human_input') AND NOT parked
+       AND (owner_node IS NULL OR owner_node = $1 OR lease_expires_at IS NULL OR lease_expires_at < now())
+     ORDER BY created_at`;
 
 export async function deleteWorkflowExecution(tx: Queryable, tenantId: string, id: string): Promise<number> {
   const res = await tx.query('DELETE FROM workflow_executions WHERE id = $1 AND tenant_id = $2', [id, tenantId]);
