@@ -59,6 +59,18 @@ interface Row {
   recorded_at: Date;
 }
 
+/**
+ * Part of every StorageEvent INSERT: the transaction it commits in (the statement's own, or the batch's) commits
+ * without waiting for PostgreSQL's WAL flush (`synchronous_commit` off, local to that transaction). The row is
+ * committed — visible, numbered, atomic — before the FSAL call is answered, and an orch node crash loses nothing;
+ * only a crash of the PostgreSQL server or the machine can lose the last commits (at most 3 × wal_writer_delay,
+ * 600 ms by default), and such a crash loses those calls' file bytes too: the FSAL writes through the page cache
+ * and never fsyncs. So an event is as durable as the operation it records. The flush was most of a sequential
+ * caller's time per call (3-5 ms at load 20 against 0.3-0.6 ms without; docs/BENCHMARKS.md, issue 21). A volatile
+ * function in the select list is always evaluated, once per statement here (an aggregate row / a one-row subquery).
+ */
+const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true) AS async_commit";
+
 const COLUMNS = 'event_id, volume_id, seq, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, recorded_at';
 
 function toEvent(r: Row): StorageEvent {
@@ -93,8 +105,8 @@ export async function appendStorageEvent(tx: Queryable, ev: NewStorageEvent): Pr
   try {
     const res = await tx.query<Row>(
       `INSERT INTO storage_events (volume_id, seq, event_id, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, recorded_at)
-       SELECT $1::UUID, COALESCE(MAX(seq), 0) + 1, $2::UUID, $3::TEXT, $4::UUID, $5::TEXT, $6::TEXT, $7::TEXT, $8::INT8, $9::INT8, $10::TEXT, $11::TEXT, now()
-       FROM storage_events WHERE volume_id = $1::UUID
+       SELECT $1::UUID, base.m + 1, $2::UUID, $3::TEXT, $4::UUID, $5::TEXT, $6::TEXT, $7::TEXT, $8::INT8, $9::INT8, $10::TEXT, $11::TEXT, now()
+       FROM (SELECT COALESCE(MAX(seq), 0) AS m, ${ASYNC_COMMIT} FROM storage_events WHERE volume_id = $1::UUID) AS base
        RETURNING ${COLUMNS}`,
       [
         ev.volume_id,
@@ -331,7 +343,7 @@ export async function appendStorageEvents(tx: Queryable, evs: NewStorageEvent[])
     const res = await tx.query<Row>(
       `INSERT INTO storage_events (volume_id, seq, event_id, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, recorded_at)
        SELECT $1::UUID, base.m + t.ord, t.event_id, t.tenant_id, t.execution_id, t.operation, t.path, t.new_path, t.offset_bytes, t.bytes, t.status, t.error, now()
-       FROM (SELECT COALESCE(MAX(seq), 0) AS m FROM storage_events WHERE volume_id = $1::UUID) AS base,
+       FROM (SELECT COALESCE(MAX(seq), 0) AS m, ${ASYNC_COMMIT} FROM storage_events WHERE volume_id = $1::UUID) AS base,
             unnest($2::UUID[], $3::TEXT[], $4::UUID[], $5::TEXT[], $6::TEXT[], $7::TEXT[], $8::INT8[], $9::INT8[], $10::TEXT[], $11::TEXT[])
               WITH ORDINALITY AS t(event_id, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, ord)
        RETURNING ${COLUMNS}`,
