@@ -46,7 +46,7 @@ import type { FileInfo, Volume } from '../volumes/types.ts';
 import type { VolumeService } from '../volumes/service.ts';
 import { stat as fsStat } from 'node:fs/promises';
 import { resolveInVolume } from '../volumes/paths.ts';
-import { fsalError, fromOsError, statusName } from './errors.ts';
+import { errnoOf, fsalError, fromOsError, statusName } from './errors.ts';
 import { StorageEventBatcher, type FsalOperation, type NewStorageEvent } from './events.ts';
 import { findGrant, type AccessMode } from './grants.ts';
 import { normalizeFsalPath, parentOf } from './paths.ts';
@@ -161,31 +161,36 @@ export class FsalService {
   read(caller: FsalCaller, req: ReadRequest): Promise<ReadResponse> {
     return this.run(caller, 'read', req, 'read', async (a, rel, ev) => {
       ev.offset = req.offset;
-      const info = await this.statOf(a, rel);
-      if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
       const length = Math.min(req.length, this.maxRead);
-      const data = length === 0 ? Buffer.alloc(0) : await a.vols.readFile(a.volume.tenant_id, a.volume.id, volPath(rel), { offset: req.offset, length });
+      // One resolution of the path and one open handle: the bytes and the size for `eof` come from it.
+      const { data, size } = await a.vols.readAt(a.volume.tenant_id, a.volume.id, volPath(rel), req.offset, length).catch((err: unknown) => {
+        throw errnoOf(err) === 'EISDIR' ? fsalError('is_dir', `${volPath(rel)} is a directory`, err) : err;
+      });
       ev.bytes = data.length;
-      return { data, eof: req.offset + data.length >= info.size };
+      return { data, eof: req.offset + data.length >= size };
     });
   }
 
   write(caller: FsalCaller, req: WriteRequest): Promise<WriteResponse> {
     return this.run(caller, 'write', req, 'write', async (a, rel, ev) => {
       ev.offset = req.offset;
-      const info = await this.statOf(a, rel);
-      if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
       // No bytes: nothing is written and the file is marked modified now. The seed's FsalService has no SetAttr, so
       // this is what the FUSE mount's utimens (`touch`, tar, git's copy of a file's times) is made of; it is
       // authorized and recorded as the write it is.
       if (req.data.length === 0) {
+        const info = await this.statOf(a, rel);
+        if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
         ev.bytes = 0;
         return { bytes_written: 0, attributes: this.attrs(await a.vols.touch(a.volume.tenant_id, a.volume.id, volPath(rel))) };
       }
-      // The VolumeService reserves the growth before writing: a write past the quota fails whole (ENOSPC).
-      const res = await a.vols.writeAt(a.volume.tenant_id, a.volume.id, volPath(rel), req.offset, req.data);
+      // The VolumeService reserves the growth before writing: a write past the quota fails whole (ENOSPC). It checks
+      // the path (missing: ENOENT, a directory: EISDIR) and answers the attributes from the handle it wrote through,
+      // so the path is resolved once under the volume's mutex rather than again in a stat before and after.
+      const res = await a.vols.writeAtStat(a.volume.tenant_id, a.volume.id, volPath(rel), req.offset, req.data).catch((err: unknown) => {
+        throw errnoOf(err) === 'EISDIR' ? fsalError('is_dir', `${volPath(rel)} is a directory`, err) : err;
+      });
       ev.bytes = res.bytes_written;
-      return { bytes_written: res.bytes_written, attributes: this.attrs(await this.statOf(a, rel)) };
+      return { bytes_written: res.bytes_written, attributes: this.attrs(res.info) };
     });
   }
 

@@ -181,6 +181,31 @@ test('a read-only mount refuses every write RPC with PERMISSION_DENIED (EROFS) a
   t.is(await f.volumes.readFile(TENANT, vol, '/a.txt').then(String), 'seed');
 });
 
+test('Read through a symbolic link inside the volume: eof is the file\'s, not the link\'s; a Write answers the file after it; a directory is EISDIR', async (t) => {
+  const { vol, ids } = await setup();
+  const host = await f.volumes.hostPath(TENANT, vol);
+  await f.volumes.writeFile(TENANT, vol, '/data.txt', 'x'.repeat(1000));
+  await symlink('data.txt', path.join(host, 'link'));
+  // The link's own size is 8 (its target's name); the file behind it holds 1000 bytes, so 100 of them are no end.
+  const head = await f.rpc(S.read, { ...ids, path: 'link', offset: 0, length: 100 });
+  t.is(head.code, status.OK, head.details);
+  t.is(head.messages[0]!.data.length, 100);
+  t.false(head.messages[0]!.eof, 'not the end of the 1000-byte file');
+  const tail = await f.rpc(S.read, { ...ids, path: 'link', offset: 900, length: 100 });
+  t.true(tail.messages[0]!.eof);
+  // A Write goes to the file itself (through a link it is refused, as before); its answer is the file after it.
+  const w = await f.rpc(S.write, { ...ids, path: 'data.txt', offset: 1000, data: Buffer.from('yz') });
+  t.is(w.code, status.OK, w.details);
+  t.is(Number(w.messages[0]!.attributes!.size), 1002, 'the size of the file written, after the write');
+  t.false(w.messages[0]!.attributes!.is_dir);
+  t.is((await f.volumes.quota(TENANT, vol)).used_bytes, 1002);
+  await f.volumes.mkdir(TENANT, vol, '/d');
+  for (const out of [await f.rpc(S.read, { ...ids, path: 'd', offset: 0, length: 10 }), await f.rpc(S.write, { ...ids, path: 'd', offset: 0, data: Buffer.from('a') })]) {
+    t.is(out.code, status.FAILED_PRECONDITION, out.details);
+    t.regex(out.details, /is a directory/);
+  }
+});
+
 test('path escapes are INVALID_ARGUMENT for every RPC, through `..` and through a symbolic link', async (t) => {
   const { vol, ids } = await setup();
   for (const rpc of ALL) {
