@@ -34,6 +34,16 @@ export interface Queryable {
   query<R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>>;
 }
 
+export interface TxOptions {
+  /**
+   * Run this transaction at READ COMMITTED instead of the adapter's isolation, said in its BEGIN (`BEGIN ISOLATION
+   * LEVEL READ COMMITTED`: one round trip, where BEGIN then SET TRANSACTION were two). For single-statement
+   * transactions whose statement is written to be right at READ COMMITTED (an execution's event append: issue 24).
+   * PGlite ignores it: its one connection runs one transaction at a time.
+   */
+  isolation?: 'read committed';
+}
+
 export interface Db extends Queryable {
   /** Which engine this is; tests and benchmarks name it. */
   readonly kind: 'pg' | 'pglite';
@@ -41,7 +51,7 @@ export interface Db extends Queryable {
    * Runs `fn` in one transaction and commits it. On SQLSTATE 40001 (serialization failure, CockroachDB's
    * "restart transaction") the whole function runs again, so `fn` must have no side effects outside `tx`.
    */
-  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  tx<T>(fn: (tx: Queryable) => Promise<T>, options?: TxOptions): Promise<T>;
   /** Answers whether the database is reachable (readiness). */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -5,7 +5,7 @@ import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
 import { isCockroach } from './migration-guard.ts';
 import { PlanGenerations, type PlanGenerationOptions } from './plan-generations.ts';
-import type { Db, QueryOptions, QueryResult, Queryable, Row } from './db.ts';
+import type { Db, QueryOptions, QueryResult, Queryable, Row, TxOptions } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { retryingStatements } from './statement-retry.ts';
 import { pgTypes } from './types.ts';
@@ -103,15 +103,16 @@ class PgPoolDb implements Db {
     }
   }
 
-  async tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async tx<T>(fn: (tx: Queryable) => Promise<T>, options?: TxOptions): Promise<T> {
+    const begin = options?.isolation === 'read committed' ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : this.begin;
     try {
-      return await inDbSpan('', () => withTxRetry(() => this.once(fn), this.retry), 'TRANSACTION');
+      return await inDbSpan('', () => withTxRetry(() => this.once(fn, begin), this.retry), 'TRANSACTION');
     } catch (err) {
       throw asOutage('database', err);
     }
   }
 
-  private async once<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  private async once<T>(fn: (tx: Queryable) => Promise<T>, begin: string): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     // A checked-out client has no pool listener: when the server drops the connection mid-transaction the client
@@ -124,7 +125,7 @@ class PgPoolDb implements Db {
     client.on('error', onError);
     try {
       try {
-        await client.query(this.begin);
+        await client.query(begin);
       } catch (err) {
         broken = err instanceof Error ? err : new Error(String(err));
         throw err;

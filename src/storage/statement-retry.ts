@@ -11,7 +11,7 @@ export function retryingStatements(inner: Db, retry?: RetryOptions): Db {
   return {
     kind: inner.kind,
     query: (sql, params, options) => withTxRetry(() => inner.query(sql, params, options), retry),
-    tx: (fn) => inner.tx(fn),
+    tx: (fn, options) => inner.tx(fn, options),
     ping: () => inner.ping(),
     close: () => inner.close(),
   };

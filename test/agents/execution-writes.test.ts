@@ -16,6 +16,7 @@ import { openDb } from '../../src/storage/open.ts';
 import type { Db } from '../../src/storage/db.ts';
 import type { RowFence } from '../../src/storage/row-lease.ts';
 import { createTestDatabase } from '../support/pg.ts';
+import { recordQueries } from '../support/query-recorder.ts';
 
 const engines = ['pg', 'pglite'] as const;
 
@@ -60,6 +61,16 @@ for (const engine of engines) {
     const all = await readExecutionEvents(db, fence.key);
     t.deepEqual(all.map((e) => e.seq), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     t.false(all.some((e) => e.type === 'iteration_output' && (e.payload as { output?: string }).output === 'x'));
+  });
+
+  test(`${engine}: an event is one statement in its transaction — no SET TRANSACTION round trip`, async (t) => {
+    // Issue 24: BEGIN, SET TRANSACTION ISOLATION LEVEL READ COMMITTED, the statement, COMMIT were four round trips
+    // per event, six events per execution; the isolation now goes in the BEGIN (test/storage/pg.test.ts shows it).
+    const rec = recordQueries(await open(t, engine));
+    const fence = await execution(rec.db);
+    rec.clear();
+    t.like(await recordExecutionEvent(rec.db, fence, 'iteration_output', 'out:1', { output: 'x' }), { seq: 1 });
+    t.deepEqual(rec.statements().map((s) => s.sql.trim().split(/\s+/)[0]), ['WITH']);
   });
 
   test(`${engine}: a journal step — recorded with its row changes in one statement, fenced, taken from the journal after`, async (t) => {

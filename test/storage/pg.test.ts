@@ -13,6 +13,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { openDb } from '../../src/storage/open.ts';
 import { listMigrations } from '../../src/storage/migration-files.ts';
 import { openPg, type Isolation } from '../../src/storage/pg.ts';
+import { serializableUrl } from '../support/faulty-db.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { dbConformance } from './db-conformance.ts';
 
@@ -112,6 +113,22 @@ for (const isolation of ['serializable', 'read committed'] as const satisfies re
     t.is(secondAttempts, 2);
   });
 }
+
+test('pg: tx with isolation read committed runs READ COMMITTED even where the session default is SERIALIZABLE', async (t) => {
+  // The session default SERIALIZABLE (as CockroachDB runs), so only the transaction's own BEGIN can make it weaker;
+  // issue 24: an execution's event append says it in its BEGIN instead of a SET TRANSACTION after it.
+  const database = await createTestDatabase();
+  const db = await openPg(serializableUrl(database.url), { poolSize: 2 });
+  t.teardown(async () => {
+    await db.close();
+    await database.drop();
+  });
+  const level = (tx: import('../../src/storage/db.ts').Queryable) =>
+    tx.query<{ transaction_isolation: string }>('SHOW transaction_isolation').then((r) => r.rows[0]!.transaction_isolation);
+  t.is(await db.tx(level, { isolation: 'read committed' }), 'read committed');
+  t.is(await db.tx(level), 'serializable', 'without the option the adapter\'s own isolation');
+  t.is(await db.query<{ transaction_isolation: string }>('SHOW transaction_isolation').then((r) => r.rows[0]!.transaction_isolation), 'serializable');
+});
 
 test('pg: two nodes migrating one database at once apply each migration exactly once', async (t) => {
   const [a, b] = await twoHandles(t);

@@ -9,7 +9,7 @@
 // A transaction that swallows an injected fault and goes on (a try/catch around a statement that hides the error)
 // would, on a real server, commit nothing (PostgreSQL turns that COMMIT into a ROLLBACK) or fail (CockroachDB): the
 // wrapper counts it as `swallowed` and fails the commit with 40001, so the tests can demand that it never happens.
-import type { Db, QueryOptions, QueryResult, Queryable, Row } from '../../src/storage/db.ts';
+import type { Db, QueryOptions, QueryResult, Queryable, Row, TxOptions } from '../../src/storage/db.ts';
 import { isSerializationFailure } from '../../src/storage/retry.ts';
 import { seeded } from './seeded.ts';
 
@@ -87,7 +87,7 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
         throw err;
       }
     },
-    tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    tx<T>(fn: (tx: Queryable) => Promise<T>, txOptions?: TxOptions): Promise<T> {
       return inner.tx(async (tx) => {
         counts.transactions++;
         let n = 0;
@@ -128,7 +128,7 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
         }
         counts.commits++;
         return result;
-      });
+      }, txOptions);
     },
     ping: () => inner.ping(),
     close: () => inner.close(),

@@ -35,7 +35,7 @@ export function recordQueries(inner: Db): QueryRecorder {
   const db: Db = {
     kind: inner.kind,
     query: (sql, params, options) => wrap(inner).query(sql, params, options),
-    tx: (fn) => inner.tx((tx) => fn(wrap(tx))),
+    tx: (fn, options) => inner.tx((tx) => fn(wrap(tx)), options),
     ping: () => inner.ping(),
     close: () => inner.close(),
   };

@@ -110,7 +110,6 @@ export function recordExecutionEvent(
   const n = params.length;
   const body = JSON.stringify({ execution_id: fence.key, ...payload });
   return db.tx(async (tx: Queryable) => {
-    await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
     try {
       const res = await tx.query<EventRow & { owned: boolean }>(
         `WITH owner AS (
@@ -137,7 +136,9 @@ export function recordExecutionEvent(
       }
       throw err;
     }
-  });
+    // Said in its BEGIN (one round trip; BEGIN then SET TRANSACTION were two, issue 24). Still a transaction, not a
+    // standalone statement: a standalone one runs at the server's default, which may be SERIALIZABLE.
+  }, { isolation: 'read committed' });
 }
 
 export async function readExecutionEvents(db: Queryable, executionId: string, fromSeq = 1, limit = 10_000): Promise<BusEvent<Record<string, unknown>>[]> {
