@@ -42,6 +42,13 @@ export interface TxOptions {
    * PGlite ignores it: its one connection runs one transaction at a time.
    */
   isolation?: 'read committed';
+  /**
+   * `fn` runs exactly one statement (a second one throws). Where the adapter knows its sessions already run
+   * `isolation` by default (PostgreSQL at its default READ COMMITTED, PGlite), that statement then runs on its own,
+   * as its implicit transaction: no BEGIN and no COMMIT, one round trip where there were three (issue 24: an
+   * execution's six event appends). Retried on 40001 the same; everywhere else a transaction as without it.
+   */
+  oneStatement?: boolean;
 }
 
 export interface Db extends Queryable {

@@ -58,6 +58,23 @@ function statement(sql: string, params: readonly unknown[] | undefined, options:
   return options?.prepare ? { name: options.prepare, text: sql, values } : { text: sql, values };
 }
 
+/**
+ * The Queryable of a oneStatement transaction (TxOptions.oneStatement): run standalone, its one statement goes to the
+ * pool as its own implicit transaction; a second would not be atomic with the first, so it throws instead (in a
+ * real transaction too, so that a caller breaking the rule fails everywhere, not only where it runs standalone).
+ */
+function oneStatement(target: pg.Pool | Queryable): Queryable {
+  let used = false;
+  return {
+    query: async <R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) => {
+      if (used) throw new Error('a oneStatement transaction ran a second statement');
+      used = true;
+      if (!(target instanceof pg.Pool)) return target.query<R>(sql, params, options);
+      return toResult<R>(await inDbSpan(sql, () => target.query(statement(sql, params, options))));
+    },
+  };
+}
+
 function clientQueryable(client: pg.PoolClient): Queryable {
   return {
     query: async <R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions) =>
@@ -84,6 +101,13 @@ class PgPoolDb implements Db {
   private closing: Promise<void> | undefined;
   /** Stops the pool's metrics (src/observability/clients.ts) when the pool ends. */
   untrack: () => void = () => undefined;
+  /**
+   * The server runs a session's implicit transactions at READ COMMITTED (PostgreSQL's default; not CockroachDB, not
+   * a server or URL that says default_transaction_isolation = serializable): a oneStatement READ COMMITTED
+   * transaction may then run as a standalone statement. Read once at open; a default changed later for new
+   * sessions only makes such a statement run stricter (its conflicts are 40001, retried), never weaker.
+   */
+  readCommittedSessions = false;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -104,9 +128,14 @@ class PgPoolDb implements Db {
   }
 
   async tx<T>(fn: (tx: Queryable) => Promise<T>, options?: TxOptions): Promise<T> {
-    const begin = options?.isolation === 'read committed' ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : this.begin;
+    const readCommitted = options?.isolation === 'read committed';
+    const begin = readCommitted ? 'BEGIN ISOLATION LEVEL READ COMMITTED' : this.begin;
     try {
-      return await inDbSpan('', () => withTxRetry(() => this.once(fn, begin), this.retry), 'TRANSACTION');
+      if (readCommitted && options.oneStatement && this.readCommittedSessions) {
+        return await withTxRetry(() => fn(oneStatement(this.pool)), this.retry);
+      }
+      const guarded = options?.oneStatement ? (tx: Queryable) => fn(oneStatement(tx)) : fn;
+      return await inDbSpan('', () => withTxRetry(() => this.once(guarded, begin), this.retry), 'TRANSACTION');
     } catch (err) {
       throw asOutage('database', err);
     }
@@ -214,6 +243,10 @@ export async function openPg(url: string, opts: PgOptions = {}): Promise<PgDb> {
     // CockroachDB remakes its plans when table statistics change, and has no DISCARD PLANS (plan-generations.ts);
     // its plan cache is its own, so the generic-plan lane is PostgreSQL's only.
     const cockroach = await isCockroach(raw);
+    if (!cockroach) {
+      const level = await pool.query<{ default_transaction_isolation: string }>('SHOW default_transaction_isolation');
+      raw.readCommittedSessions = level.rows[0]?.default_transaction_isolation === 'read committed';
+    }
     if (plans && !cockroach) {
       raw.plans = plans;
       plans.start();

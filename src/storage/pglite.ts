@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
-import type { Db, QueryResult, Queryable, Row } from './db.ts';
+import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgliteParsers } from './types.ts';
 import path from 'node:path';
@@ -42,6 +42,18 @@ function queryable(target: PGlite | Transaction): Queryable {
   };
 }
 
+/** A oneStatement transaction's Queryable (db.ts TxOptions): its statement standalone, a second one refused. */
+function oneStatement(target: Queryable): Queryable {
+  let used = false;
+  return {
+    query: <R extends object = Row>(sql: string, params?: readonly unknown[]) => {
+      if (used) return Promise.reject(new Error('a oneStatement transaction ran a second statement'));
+      used = true;
+      return target.query<R>(sql, params);
+    },
+  };
+}
+
 class PgliteDb implements Db {
   readonly kind = 'pglite' as const;
   private readonly outside: Queryable;
@@ -57,7 +69,10 @@ class PgliteDb implements Db {
     return this.outside.query<R>(sql, params);
   }
 
-  tx<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  tx<T>(fn: (tx: Queryable) => Promise<T>, options?: TxOptions): Promise<T> {
+    // One connection runs one transaction at a time, so the isolation asked for changes nothing here, and one
+    // statement needs no BEGIN and COMMIT around it (TxOptions.oneStatement).
+    if (options?.oneStatement) return withTxRetry(() => fn(oneStatement(this.outside)), this.retry);
     // BEGIN, COMMIT, and ROLLBACK when fn throws, under PGlite's transaction mutex (see the file comment).
     return withTxRetry(() => this.pglite.transaction((t) => fn(queryable(t))), this.retry);
   }

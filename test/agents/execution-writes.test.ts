@@ -16,6 +16,7 @@ import { openDb } from '../../src/storage/open.ts';
 import type { Db } from '../../src/storage/db.ts';
 import type { RowFence } from '../../src/storage/row-lease.ts';
 import { createTestDatabase } from '../support/pg.ts';
+import { pgWire } from '../support/pg-wire.ts';
 import { recordQueries } from '../support/query-recorder.ts';
 
 const engines = ['pg', 'pglite'] as const;
@@ -96,3 +97,22 @@ for (const engine of engines) {
     t.deepEqual(await counts(), { p: 10, c: 3 });
   });
 }
+
+test('pg: an execution\'s events go on the wire as their statements alone, no BEGIN, SET TRANSACTION or COMMIT', async (t) => {
+  // Issue 24: each event was BEGIN ISOLATION LEVEL SERIALIZABLE, SET TRANSACTION ISOLATION LEVEL READ COMMITTED, the
+  // statement, COMMIT — four round trips, six events per execution. PostgreSQL's sessions run READ COMMITTED already.
+  const pg = await createTestDatabase();
+  const wire = await pgWire(pg.url);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-exec-writes-'));
+  const db = await openDb({ url: wire.url, dataDir: dir, poolSize: 4 }, silentLogger());
+  t.teardown(async () => {
+    await db.close();
+    await wire.close();
+    await pg.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const fence = await execution(db);
+  wire.reset();
+  for (let i = 1; i <= 6; i++) t.like(await recordExecutionEvent(db, fence, 'iteration_output', `out:${i}`, { output: String(i) }), { seq: i });
+  t.deepEqual([wire.count('BEGIN'), wire.count('SET TRANSACTION'), wire.count('COMMIT\0'), wire.count('INSERT INTO execution_events')], [0, 0, 0, 6]);
+});

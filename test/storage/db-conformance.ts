@@ -187,6 +187,29 @@ export function dbConformance(adapter: Adapter): void {
     t.deepEqual(rows.rows, [{ n: attempts }], 'only the last attempt is committed');
   });
 
+  test(title('a oneStatement tx: its statement applied, run again on 40001 before it ran, a second statement refused'), async (t) => {
+    // Issue 24: where it runs standalone (pg at READ COMMITTED sessions, PGlite) it must keep what tx promises.
+    const table = await scratchTable(db);
+    const opts = { isolation: 'read committed', oneStatement: true } as const;
+    let attempts = 0;
+    const value = await db.tx(async (tx) => {
+      if (++attempts === 1) throw Object.assign(new Error('could not serialize access'), { code: '40001' });
+      return (await tx.query(`INSERT INTO ${table} (id, writer, n) VALUES ($1, 'a', $2)`, [randomUUID(), attempts])).rowCount;
+    }, opts);
+    t.is(value, 1);
+    if (!adapter.faultInjected) t.is(attempts, 2);
+    // Under injected faults the hint is dropped (faulty-db.ts: faults go into a real transaction), so no refusal.
+    if (adapter.faultInjected) return;
+    await t.throwsAsync(
+      db.tx(async (tx) => {
+        await tx.query(`INSERT INTO ${table} (id, writer, n) VALUES ($1, 'b', 0)`, [randomUUID()]);
+        await tx.query(`INSERT INTO ${table} (id, writer, n) VALUES ($1, 'b', 1)`, [randomUUID()]);
+      }, opts),
+      { message: /second statement/ },
+    );
+    t.is(await count(db, table, `writer = 'b' AND n = 1`), 0, 'the second statement never ran');
+  });
+
   test(title('tx does not retry other errors'), async (t) => {
     let attempts = 0;
     await t.throwsAsync(

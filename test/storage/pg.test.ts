@@ -15,6 +15,7 @@ import { listMigrations } from '../../src/storage/migration-files.ts';
 import { openPg, type Isolation } from '../../src/storage/pg.ts';
 import { serializableUrl } from '../support/faulty-db.ts';
 import { createTestDatabase } from '../support/pg.ts';
+import { pgWire } from '../support/pg-wire.ts';
 import { dbConformance } from './db-conformance.ts';
 
 dbConformance({
@@ -128,6 +129,36 @@ test('pg: tx with isolation read committed runs READ COMMITTED even where the se
   t.is(await db.tx(level, { isolation: 'read committed' }), 'read committed');
   t.is(await db.tx(level), 'serializable', 'without the option the adapter\'s own isolation');
   t.is(await db.query<{ transaction_isolation: string }>('SHOW transaction_isolation').then((r) => r.rows[0]!.transaction_isolation), 'serializable');
+});
+
+test('pg: a oneStatement READ COMMITTED tx runs its statement alone where sessions run READ COMMITTED, else in a transaction', async (t) => {
+  const database = await createTestDatabase();
+  const wire = await pgWire(database.url);
+  const plain = await openPg(wire.url, { poolSize: 2 });
+  const strict = await openPg(serializableUrl(wire.url), { poolSize: 2 });
+  t.teardown(async () => {
+    await plain.close();
+    await strict.close();
+    await wire.close();
+    await database.drop();
+  });
+  await plain.query('CREATE TABLE one (n INT4)');
+  const insert = (tx: import('../../src/storage/db.ts').Queryable) => tx.query('INSERT INTO one VALUES ($1)', [1]).then((r) => r.rowCount);
+  const opts = { isolation: 'read committed', oneStatement: true } as const;
+
+  // Issue 24: PostgreSQL's sessions run READ COMMITTED by default, so BEGIN and COMMIT around one statement are two
+  // round trips that change nothing.
+  wire.reset();
+  t.is(await plain.tx(insert, opts), 1);
+  t.deepEqual([wire.count('BEGIN'), wire.count('COMMIT\0')], [0, 0], 'the statement alone');
+  // Where sessions run SERIALIZABLE (as CockroachDB does), the weaker isolation needs a transaction that says it.
+  wire.reset();
+  t.is(await strict.tx(insert, opts), 1);
+  t.deepEqual([wire.count('BEGIN ISOLATION LEVEL READ COMMITTED'), wire.count('COMMIT\0')], [1, 1], 'COMMIT as a message of its own');
+  t.is(await strict.tx((tx) => tx.query<{ l: string }>('SELECT current_setting($1) AS l', ['transaction_isolation']).then((r) => r.rows[0]!.l), opts), 'read committed');
+  // One statement means one: a second is refused rather than run outside the first one's transaction.
+  await t.throwsAsync(plain.tx(async (tx) => (await insert(tx)) + (await insert(tx)), opts), { message: /second statement/ });
+  t.is((await plain.query<{ n: number }>('SELECT COUNT(*)::INT4 AS n FROM one')).rows[0]!.n, 3);
 });
 
 test('pg: two nodes migrating one database at once apply each migration exactly once', async (t) => {

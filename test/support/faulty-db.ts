@@ -128,7 +128,9 @@ export function faultyDb(inner: Db, plan: FaultPlan): FaultyDb {
         }
         counts.commits++;
         return result;
-      }, txOptions);
+        // Without oneStatement: faults go into a real transaction (a standalone statement cannot fail "at commit"
+        // after it was applied, which this wrapper would otherwise simulate).
+      }, txOptions?.isolation ? { isolation: txOptions.isolation } : undefined);
     },
     ping: () => inner.ping(),
     close: () => inner.close(),

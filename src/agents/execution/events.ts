@@ -136,9 +136,10 @@ export function recordExecutionEvent(
       }
       throw err;
     }
-    // Said in its BEGIN (one round trip; BEGIN then SET TRANSACTION were two, issue 24). Still a transaction, not a
-    // standalone statement: a standalone one runs at the server's default, which may be SERIALIZABLE.
-  }, { isolation: 'read committed' });
+    // READ COMMITTED said in its BEGIN (BEGIN then SET TRANSACTION were two round trips), or, where sessions run
+    // READ COMMITTED already, the statement alone without BEGIN and COMMIT (issue 24: four round trips per event
+    // became one). Not a plain db.query: that would run at the server's default, which may be SERIALIZABLE.
+  }, { isolation: 'read committed', oneStatement: true });
 }
 
 export async function readExecutionEvents(db: Queryable, executionId: string, fromSeq = 1, limit = 10_000): Promise<BusEvent<Record<string, unknown>>[]> {
