@@ -57,6 +57,29 @@ export async function findVisible(q: Queryable, tenant: string, viewer: string |
   return res.rows[0];
 }
 
+/**
+ * findVisible and getVersion in one statement (issue 24: every execution start asked for both, two round trips):
+ * the agent with `version`'s manifest, or its current version's when `version` is undefined. `v_version` is null
+ * when the agent has no such version.
+ */
+export async function findVisibleManifest(
+  q: Queryable,
+  tenant: string,
+  viewer: string | undefined,
+  idOrName: string,
+  version: string | undefined,
+): Promise<(AgentRow & { v_version: string | null; v_manifest: unknown; v_manifest_yaml: string | null }) | undefined> {
+  const byId = isUuid(idOrName);
+  const res = await q.query<AgentRow & { v_version: string | null; v_manifest: unknown; v_manifest_yaml: string | null }>(
+    `SELECT ${COLUMNS}, v.version AS v_version, v.manifest AS v_manifest, v.manifest_yaml AS v_manifest_yaml
+     FROM agents a LEFT JOIN agent_versions v ON v.agent_id = a.id AND v.version = COALESCE($4::TEXT, a.current_version)
+     WHERE ${VISIBLE} AND ${byId ? 'a.id = $3' : 'a.name = $3'}
+     ORDER BY CASE WHEN a.tenant_id = $1 THEN 0 ELSE 1 END LIMIT 1`,
+    [tenant, viewer ?? null, byId ? idOrName.toLowerCase() : idOrName, version ?? null],
+  );
+  return res.rows[0];
+}
+
 /** Inserts the agent row unless (tenant_id, name) exists; answers whether it did. */
 export async function insertAgentIfAbsent(
   tx: Queryable,

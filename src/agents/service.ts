@@ -239,10 +239,11 @@ export class AgentService {
    * name. The engine acts for the tenant, so user-scoped agents of the tenant are included.
    */
   async getManifest(tenant: string, agentId: string, version?: string): Promise<AgentManifestRecord> {
-    const row = await this.resolve(tenant, agentId, undefined);
-    const v = await repo.getVersion(this.db, row.id, version ?? row.current_version);
-    if (!v) throw new OrchError(Errors.NOT_FOUND, version === undefined ? AGENT_NOT_FOUND : `agent ${row.name} has no version ${version}`);
-    return { agent_id: row.id, name: row.name, version: v.version, manifest: v.manifest as AgentManifest, manifest_yaml: v.manifest_yaml };
+    // One statement: every execution start comes here (issue 24).
+    const row = await repo.findVisibleManifest(this.db, tenant, undefined, agentId, version);
+    if (!row) throw notFound();
+    if (row.v_version === null) throw new OrchError(Errors.NOT_FOUND, version === undefined ? AGENT_NOT_FOUND : `agent ${row.name} has no version ${version}`);
+    return { agent_id: row.id, name: row.name, version: row.v_version, manifest: row.v_manifest as AgentManifest, manifest_yaml: row.v_manifest_yaml ?? '' };
   }
 
   /** For semantic validation rules: the judge agent's current manifest, by name. */

@@ -5,6 +5,7 @@ import { Errors, OrchError } from '../../src/errors/catalog.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { AgentManifestInvalid, AgentService } from '../../src/agents/service.ts';
 import { freshPg, freshPglite, sharedDb, type Fresh } from '../support/engines.ts';
+import { recordQueries } from '../support/query-recorder.ts';
 
 const manifest = (name: string, version: string, instruction = 'Say hello.'): string => `apiVersion: orch.dev/v1
 kind: Agent
@@ -50,6 +51,30 @@ function suite(kind: string, fresh: Fresh): void {
     t.is((await agents.manifestByName('acme', 'hello')).metadata.name, 'hello');
     const list = await agents.list('acme', alice);
     t.deepEqual(list.map((a) => [a.agent_id, a.name, a.tenant_id, a.version]), [[res.agent_id, 'hello', 'acme', '1.0.0']]);
+  });
+
+  test.serial(`${kind}: the execution engine's manifest is one statement — by id or name, current or asked version, own before global`, async (t) => {
+    // Issue 24: every execution start reads it; it was the agent row, then its version (two round trips).
+    await setup(t);
+    const rec = recordQueries(shared());
+    const agents = new AgentService(rec.db, silentLogger());
+    const g = await agents.deploy({ ...ops, yaml: manifest('shared', '1.0.0', 'Global.'), scope: 'global' });
+    const own = await agents.deploy({ ...alice, yaml: manifest('shared', '1.0.0', 'Own one.') });
+    await agents.deploy({ ...alice, yaml: manifest('shared', '2.0.0', 'Own two.') });
+    const calls = (): number => rec.statements().reduce((n, s) => n + s.calls, 0);
+    const read = async (tenant: string, id: string, version?: string): Promise<[string, string, string]> => {
+      rec.clear();
+      const m = await agents.getManifest(tenant, id, version);
+      t.is(calls(), 1, `${tenant} ${id} ${version ?? ''}: one statement`);
+      return [m.agent_id, m.version, m.manifest.spec.task.instruction];
+    };
+    t.deepEqual(await read('acme', 'shared'), [own.agent_id, '2.0.0', 'Own two.'], 'the tenant\'s own shadows the global one');
+    t.deepEqual(await read('acme', own.agent_id, '1.0.0'), [own.agent_id, '1.0.0', 'Own one.']);
+    t.deepEqual(await read('globex', 'shared'), [g.agent_id, '1.0.0', 'Global.']);
+    t.deepEqual(await read('acme', g.agent_id), [g.agent_id, '1.0.0', 'Global.'], 'a global agent by id');
+    t.regex((await agents.getManifest('acme', own.agent_id)).manifest_yaml, /Own two\./);
+    await t.throwsAsync(agents.getManifest('acme', own.agent_id, '3.0.0'), { message: 'agent shared has no version 3.0.0' });
+    await t.throwsAsync(agents.getManifest('acme', 'nobody'), { message: 'Agent not found' });
   });
 
   test.serial(`${kind}: an invalid manifest is rejected before anything is written`, async (t) => {
