@@ -4,11 +4,11 @@
 import test from 'ava';
 import { credentials, Metadata, status } from '@grpc/grpc-js';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { OrchRuntimeClient, type ExecuteSystemCommandResponse } from '../../src/gen/orch/runtime/v1/runtime.js';
-import { eventually, runOrch, startOrchNode, type NodeProcess } from '../support/node-process.ts';
+import { eventually, runOrch, startOrchNode, testNodeFlags, type NodeProcess } from '../support/node-process.ts';
 import { startScriptedLlm, type ChatRequest, type ScriptedLlm, type ScriptFn } from '../support/scripted-llm.ts';
 import { api, sseEvents } from './execution-scenarios.ts';
 
@@ -62,6 +62,14 @@ test.after.always(async () => {
   shared?.node.child.kill('SIGKILL');
   await llm?.close();
   if (shared) await rm(shared.dir, { recursive: true, force: true });
+});
+
+test('the test node runs with the flags ava gives test nodes (ORCH_TEST_NODE_FLAGS: --liftoff-only)', async (t) => {
+  const flags = testNodeFlags();
+  t.deepEqual(flags, ['--liftoff-only']);
+  const cmdline = (await readFile(`/proc/${shared.node.child.pid}/cmdline`, 'utf8')).split('\0');
+  t.deepEqual(cmdline.slice(1, 1 + flags.length), flags, cmdline.join(' '));
+  t.true(process.execArgv.includes('--liftoff-only'), 'the ava worker too');
 });
 
 test('bad inputs: non-UUID agent 400, unknown agent 404, missing input 400, unknown execution 404', async (t) => {

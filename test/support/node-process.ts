@@ -68,12 +68,24 @@ export const TEST_JOIN_TOKEN = 'orch-test-join-token-0123456789';
  * `ip netns exec NS`, which replaces itself with the node, so `child.pid` stays the node's pid). The default wait is
  * 180 s: a node on a fresh PGlite applies every migration, and on a heavily loaded machine 90 s was not enough.
  */
+/**
+ * Node flags for the nodes the tests start, from ORCH_TEST_NODE_FLAGS (space-separated; ava.config.mjs sets it for
+ * its workers, so benchmarks, which start nodes through this file too, run them as users do). ava sets
+ * `--liftoff-only`: a PGlite node then runs PostgreSQL's WebAssembly with V8's baseline compiler only, without
+ * optimising the hot functions in the background. A test node lives seconds to minutes, and that optimising was
+ * ~1.5 s of the ~6 s of CPU a node's start cost (a fresh node to its banner: 5.9-6.8 → 4.2-4.6 s of CPU, 4.6-5.6 →
+ * 3.6-4.0 s wall, load ~4; issue 15). The SQL is the same; a long-lived node is better off optimising.
+ */
+export function testNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.ORCH_TEST_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
 /** A node being started: resolves with it at its banner; `stderr()` reads what it has logged so far, before that too. */
 export type StartingNode = Promise<NodeProcess> & { stderr(): string };
 
 /** `bin`: another checkout's bin/orch.js (bench/startup.ts compares two builds). */
 export function startOrchNode(env: Record<string, string | undefined>, args: string[] = [], timeoutMs = 180_000, wrap: string[] = [], bin = ORCH_BIN): StartingNode {
-  const argv = [...wrap, process.execPath, bin, '--json', 'up', ...args];
+  const argv = [...wrap, process.execPath, ...testNodeFlags(), bin, '--json', 'up', ...args];
   const child = spawn(argv[0]!, argv.slice(1), {
     env: {
       ...process.env,
