@@ -41,15 +41,19 @@ export function eventLoopSampler(): () => number {
   };
 }
 
-/** A synchronous view of this node's load: the latest sample, a new one started on every call. */
-export function nodeLoadSampler(db: Queryable, nodeId: string, logger: Logger): () => WorkerLoad {
+/**
+ * A synchronous view of this node's load: the latest sample, a new one started on every call. `db` absent: the
+ * executions are not counted here (0) because the statement that writes the load counts them (a controller's or
+ * hybrid's own heartbeat, node-peer/repo.ts heartbeatSelf).
+ */
+export function nodeLoadSampler(db: Queryable | undefined, nodeId: string, logger: Logger): () => WorkerLoad {
   const cpu = cpuSampler();
   const loop = eventLoopSampler();
   const sample = async (): Promise<WorkerLoad> => {
     const delay = loop();
-    const res = await db.query<{ n: string }>(`SELECT count(*)::TEXT AS n FROM executions WHERE owner_node = $1 AND status IN ('pending', 'running')`, [nodeId]);
+    const res = db ? await db.query<{ n: string }>(`SELECT count(*)::TEXT AS n FROM executions WHERE owner_node = $1 AND status IN ('pending', 'running')`, [nodeId]) : undefined;
     return {
-      active_execution_count: Number(res.rows[0]?.n ?? 0),
+      active_execution_count: Number(res?.rows[0]?.n ?? 0),
       cpu_utilization_percent: cpu(),
       memory_utilization_percent: Math.round((1 - os.freemem() / os.totalmem()) * 1000) / 10,
       event_loop_delay_ms: delay,

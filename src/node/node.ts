@@ -154,7 +154,8 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
     const heartbeatMs = Math.round(config.cluster.heartbeat_interval_seconds * 1000);
     const executionLeaseMs = config.cluster.execution_lease_seconds ? Math.round(config.cluster.execution_lease_seconds * 1000) : EXECUTION_LEASE_MS;
     // A worker keeps no cluster_nodes row itself (below), so only controllers and hybrids sample for one.
-    const selfLoad = config.node.role !== 'worker' ? nodeLoadSampler(db, config.node.id, log) : undefined;
+    // Its executions are counted by the heartbeat's own statement (heartbeatSelf), not by the sampler.
+    const selfLoad = config.node.role !== 'worker' ? nodeLoadSampler(undefined, config.node.id, log) : undefined;
     const peerKind = nodePeerKind({
       db,
       bus,

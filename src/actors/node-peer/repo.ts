@@ -116,13 +116,17 @@ async function fencedReturning(db: Queryable, fence: Fence, set: string, params:
 
 /**
  * This node's own heartbeat: count, time, load, and a longer claim. The status is left alone: an UNHEALTHY row
- * becomes ACTIVE through activateSelf, with its event.
+ * becomes ACTIVE through activateSelf, with its event. The load's `active_execution_count` (this node's pending and
+ * running executions, as a worker reports its own) is counted by the same statement (issue 18, idle cost: it was a
+ * statement of its own before every heartbeat).
  */
 export function heartbeatSelf(db: Queryable, fence: Fence, ttlMs: number, load: Record<string, unknown>): Promise<NodeRow> {
   return fencedReturning(
     db,
     fence,
-    `heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(), load = $5,
+    `heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(),
+     load = $5::JSONB || jsonb_build_object('active_execution_count',
+       (SELECT count(*) FROM executions e WHERE e.owner_node = $1 AND e.status IN ('pending', 'running'))),
      lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')`,
     [Math.round(ttlMs), JSON.stringify(load)],
   );
