@@ -20,9 +20,9 @@ import { createTestDatabase } from '../support/pg.ts';
 import { recordQueries } from '../support/query-recorder.ts';
 
 const WINDOW_MS = 20_000;
-const BOUND_PER_MINUTE = 450;
+const BOUND_PER_MINUTE = 500;
 
-test('an idle controller sends at most 450 statements a minute (1 s heartbeat)', async (t) => {
+test('an idle controller sends at most 500 statements a minute (1 s heartbeat)', async (t) => {
   const database = await createTestDatabase({ migrated: true });
   t.teardown(() => database.drop());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-idle-'));
