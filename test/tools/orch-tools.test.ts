@@ -8,7 +8,7 @@ import { agentManifestSchema } from '../../src/agents/manifest/schema.ts';
 import { workflowManifestSchema } from '../../src/workflow/manifest/schema.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { migrate } from '../../src/storage/migrate.ts';
-import { MEMORY, openPglite } from '../../src/storage/pglite.ts';
+import { freshPglite } from '../support/engines.ts';
 import { createToolCatalog } from '../../src/tools/catalog.ts';
 import { contextForPrincipal, nodeContexts } from '../../src/tools/policy.ts';
 import { callContext, context, nodeConfig, principal } from './helpers.ts';
@@ -89,8 +89,9 @@ test('orch.system.info and orch.system.config (secrets redacted)', async (t) => 
 });
 
 test('orch.agent.create, list, export, update and delete through a real AgentService on PGlite', async (t) => {
-  const db = await openPglite(MEMORY);
-  t.teardown(() => db.close());
+  // From the schema template, not memory:// (an initdb in WebAssembly and every migration: ~5 s of CPU).
+  const { db, cleanup } = await freshPglite('orch-tools-')();
+  t.teardown(cleanup);
   await migrate(db);
   const agents = new AgentService(db, silentLogger());
   const c = createToolCatalog({ config, logger: silentLogger(), agents });
