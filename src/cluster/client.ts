@@ -52,11 +52,6 @@ export class NodeClusterClient {
     });
   }
 
-  /** Starts connecting now if the channel is idle (no call needed); a connected one is left as it is. */
-  connect(): void {
-    this.raw.getChannel().getConnectivityState(true);
-  }
-
   private call<Req, Res>(fn: Unary<Req, Res>, req: Req, md: Metadata): Promise<Res> {
     return new Promise((resolve, reject) => {
       fn.call(this.raw, req, md, { deadline: Date.now() + this.timeoutMs }, (err, res) => (err ? reject(err) : resolve(res)));

@@ -164,8 +164,6 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
       missedHeartbeats: config.cluster.missed_heartbeats ?? 3,
       // The same load a worker reports (executions, CPU, memory): `orch node ls` and `drained` read it.
       ...(selfLoad ? { load: () => ({ ...selfLoad() }) } : {}),
-      // The other controllers' channels are opened before the first message needs one (ActorPost.warm).
-      onPeers: (addresses) => post.warm(addresses),
       logger: log,
     });
     // A worker keeps no cluster_nodes rows itself: it is a member through the cluster protocol (docs/CLUSTER.md).

@@ -34,28 +34,4 @@ test("the self heartbeat writes the node's active executions, counted by its own
   t.is(load.active_execution_count, 3);
   t.is(load.cpu_utilization_percent, 12.5);
   t.is(row.heartbeat_count, 1);
-  t.deepEqual(row.peers, [], 'no other controller yet');
-});
-
-test('the self heartbeat answers the cluster addresses of the other ACTIVE controllers and hybrids (for warm connections)', async (t) => {
-  const database = await createTestDatabase({ migrated: true });
-  t.teardown(() => database.drop());
-  const db = await openPg(database.url, { logger: silentLogger() });
-  t.teardown(() => db.close());
-  const self = 'ctl-self';
-  await upsertSelf(db, { nodeId: self, role: 'controller', grpcAddress: null, tags: [], clusterAddress: '127.0.0.1:1000' });
-  const others: [string, string, string][] = [
-    ['ctl-b', 'controller', 'ACTIVE'],
-    ['hyb-c', 'hybrid', 'ACTIVE'],
-    ['ctl-d', 'controller', 'UNHEALTHY'],
-    ['ctl-e', 'controller', 'DEREGISTERED'],
-    ['wrk-f', 'worker', 'ACTIVE'],
-  ];
-  for (const [id, role, status] of others) {
-    await upsertSelf(db, { nodeId: id, role, grpcAddress: null, tags: [], clusterAddress: `${id}:1` });
-    await db.query('UPDATE cluster_nodes SET status = $2 WHERE node_id = $1', [id, status]);
-  }
-  const claim = await claimNode(db, self, self, 10_000);
-  const row = await heartbeatSelf(db, { nodeId: self, owner: self, epoch: claim!.epoch }, 10_000, {});
-  t.deepEqual(row.peers, ['ctl-b:1', 'hyb-c:1']);
 });

@@ -157,7 +157,7 @@ test('every hot statement is index-driven on tables holding 100,000+ rows of his
   await db.query(PLAIN_SQL, beat);
   await db.query(RECOVER_SQL, [...beat, 'node:']);
   await watchTick(db, OTHER_NODE, 10_000, 10_000);
-  // A controller's own heartbeat (its executions counted, the other controllers' addresses read); the fence may not
+  // A controller's own heartbeat (its executions counted in the same statement); the fence may not
   // match the loaded row, what is checked is the statement's plan.
   await heartbeatSelf(db, { nodeId: 'live-1', owner: OTHER_NODE, epoch: 1 }, 10_000, {}).catch(() => undefined);
   await markUnhealthyIfOverdue(db, { nodeId: 'live-1', owner: OTHER_NODE, epoch: 1 }, 3_600_000);

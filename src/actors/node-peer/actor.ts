@@ -25,8 +25,6 @@ export interface NodePeerSettings {
   missedHeartbeats: number;
   /** Reports the work this node carries, written with each heartbeat. */
   load?: () => Record<string, unknown>;
-  /** Given the cluster addresses of the other ACTIVE controllers and hybrids at each heartbeat of this node. */
-  onPeers?: (addresses: string[]) => void;
   logger: Logger;
 }
 
@@ -185,7 +183,6 @@ class NodePeerBehaviour implements Behaviour<NodePeerMessage> {
     if (!fence) return;
     try {
       const row = await repo.heartbeatSelf(this.s.db, fence, this.leaseTtlMs, (this.s.load ?? defaultLoad)());
-      this.s.onPeers?.(row.peers);
       if (row.status === 'UNHEALTHY') await this.backToActive(fence);
     } catch (err) {
       if (!(isOrchError(err) && err.spec === Errors.LEASE_LOST)) throw err;

@@ -118,29 +118,18 @@ async function fencedReturning(db: Queryable, fence: Fence, set: string, params:
  * This node's own heartbeat: count, time, load, and a longer claim. The status is left alone: an UNHEALTHY row
  * becomes ACTIVE through activateSelf, with its event. The load's `active_execution_count` (this node's pending and
  * running executions, as a worker reports its own) is counted by the same statement (issue 18, idle cost: it was a
- * statement of its own before every heartbeat). `peers`: the cluster addresses of the other ACTIVE controllers and
- * hybrids, read by the same statement, so that the node keeps its connections to them open before a message has
- * to wait for one (issue 18: the first message between two nodes paid for the connection).
+ * statement of its own before every heartbeat).
  */
-export async function heartbeatSelf(db: Queryable, fence: Fence, ttlMs: number, load: Record<string, unknown>): Promise<NodeRow & { peers: string[] }> {
-  const res = await db.query<NodeRow & { peers: string[] }>(
-    `WITH u AS (
-       UPDATE cluster_nodes SET heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(),
-         load = $5::JSONB || jsonb_build_object('active_execution_count',
-           (SELECT count(*) FROM executions e WHERE e.owner_node = $1 AND e.status IN ('pending', 'running'))),
-         lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond'), updated_at = now()
-       WHERE node_id = $1 AND owner_node = $2 AND epoch = $3
-       RETURNING ${COLUMNS})
-     SELECT u.*, ARRAY(SELECT p.cluster_address FROM cluster_nodes p
-                       WHERE p.status <> 'DEREGISTERED' AND p.status = 'ACTIVE' AND p.node_id <> $1
-                         AND p.role IN ('controller', 'hybrid') AND p.cluster_address IS NOT NULL
-                       ORDER BY p.node_id) AS peers
-     FROM u`,
-    [fence.nodeId, fence.owner, fence.epoch, Math.round(ttlMs), JSON.stringify(load)],
+export function heartbeatSelf(db: Queryable, fence: Fence, ttlMs: number, load: Record<string, unknown>): Promise<NodeRow> {
+  return fencedReturning(
+    db,
+    fence,
+    `heartbeat_count = heartbeat_count + 1, last_heartbeat_at = now(),
+     load = $5::JSONB || jsonb_build_object('active_execution_count',
+       (SELECT count(*) FROM executions e WHERE e.owner_node = $1 AND e.status IN ('pending', 'running'))),
+     lease_expires_at = now() + ($4::INT * INTERVAL '1 millisecond')`,
+    [Math.round(ttlMs), JSON.stringify(load)],
   );
-  const row = res.rows[0];
-  if (!row) throw lost(fence);
-  return row;
 }
 
 /** This node's own row from UNHEALTHY to ACTIVE under its fence; answers the previous status, or undefined. */

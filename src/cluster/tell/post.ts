@@ -47,8 +47,6 @@ function isUnavailable(err: unknown): boolean {
 export class ActorPost implements Teller {
   private readonly local = new Map<TellKind, LocalDelivery>();
   private readonly clients = new Map<string, NodeClusterClient>();
-  /** Addresses warm() keeps connected. */
-  private readonly warmed = new Set<string>();
   private credentials: (() => Promise<CallCredentials>) | undefined;
   private readonly log: Logger;
   private closed = false;
@@ -127,32 +125,10 @@ export class ActorPost implements Teller {
     }
   }
 
-  /**
-   * Keeps connections open to these nodes (the other ACTIVE controllers and hybrids, given at each heartbeat of this
-   * node): the first message to a node otherwise paid for the TCP and HTTP/2 set-up on its path (issue 18: the
-   * slowest approval through another controller was the first). An idle channel is asked to connect again; the
-   * channels this warmed for a node no longer listed are closed (a message to it later opens one again).
-   */
-  warm(addresses: readonly string[]): void {
-    if (this.closed) return;
-    const now = new Set(addresses);
-    for (const address of this.warmed) {
-      if (now.has(address)) continue;
-      this.warmed.delete(address);
-      this.clients.get(address)?.close();
-      this.clients.delete(address);
-    }
-    for (const address of now) {
-      this.warmed.add(address);
-      this.client(address).connect();
-    }
-  }
-
   private client(address: string): NodeClusterClient {
     let c = this.clients.get(address);
     if (!c) {
-      // A connection of its own (not the process-wide subchannel pool): closing it when its node leaves ends it.
-      c = new NodeClusterClient(address, this.o.callTimeoutMs ?? 2_000, { 'grpc.use_local_subchannel_pool': 1 });
+      c = new NodeClusterClient(address, this.o.callTimeoutMs ?? 2_000);
       this.clients.set(address, c);
     }
     return c;
