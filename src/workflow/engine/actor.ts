@@ -73,10 +73,12 @@ export function workflowKind(settings: WorkflowActorSettings): ActorKind<Workflo
     recoverableKeys: () => recoverableWorkflowIds(settings.db, settings.nodeId),
     create: (handle) => new WorkflowBehaviour(settings, handle),
     giveUp: async (key, reason) => {
-      // No endless crash loop: the run fails with the reason (the actor is gone, so no owner check).
+      // No endless crash loop: the run fails with the reason (the actor is gone, so no owner check). A parked run
+      // (its actor crashed each time it was spawned again) is no longer parked: a failed row left parked was read
+      // by every full check of its node's parked runs and moved by every adoption.
       const events = await settings.db.tx(async (tx) => {
         const res = await tx.query<{ last_seq: number; current_state: string | null }>(
-          `UPDATE workflow_executions SET status = 'failed', error = $2, last_seq = last_seq + 1, completed_at = now(), updated_at = now()
+          `UPDATE workflow_executions SET status = 'failed', error = $2, parked = FALSE, last_seq = last_seq + 1, completed_at = now(), updated_at = now()
            WHERE id = $1 AND ${activeWhere(WORKFLOW_EXECUTIONS_TABLE)} RETURNING last_seq, current_state`,
           [key, reason],
         );
