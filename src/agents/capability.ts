@@ -67,8 +67,12 @@ export async function startAgentsCapability(o: {
   catalog?: ToolCatalog;
   logger: Logger;
   onFirstGenerate?: (executionId: string, at: number) => void;
-  /** An execution of this node ended (completed, failed, cancelled, given up): the node tells the run waiting on it. */
-  onEnded?: (executionId: string) => void;
+  /**
+   * An execution of this node ended (completed, failed, cancelled, given up): the node tells the run waiting on it.
+   * `workflowExecutionId`: the run it belongs to as the caller knows it (null: none), so the node need not read it
+   * back; undefined: not known here, the node reads the row.
+   */
+  onEnded?: (executionId: string, workflowExecutionId?: string | null) => void;
   /** The node's volumes: spec.volumes of executions become real volumes (src/agents/execution/volumes.ts). */
   volumes?: VolumeService;
   /** The claim an execution row gets (default EXECUTION_LEASE_MS). */

@@ -186,11 +186,13 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
       : undefined;
     // An execution ended here (a hybrid's own, or one a controller forwarded): the workflow run waiting on it (an
     // Agent state) is told at once, wherever it is held. A worker's ends are told by the controller it streams to.
-    const executionEnded = (id: string): void => {
-      db.query<{ wf: string | null }>('SELECT workflow_execution_id::TEXT AS wf FROM executions WHERE id = $1', [id])
-        .then(async (r) => {
-          const wf = r.rows[0]?.wf;
-          if (wf) await post.tell('workflow', wf, { type: 'wake', topic: `execution:${id}` });
+    // The actor that ran it knows its run from its row (issue 24: reading it back was a statement per execution).
+    const executionEnded = (id: string, knownWf?: string | null): void => {
+      if (knownWf === null) return;
+      const wf = knownWf !== undefined ? Promise.resolve(knownWf) : db.query<{ wf: string | null }>('SELECT workflow_execution_id::TEXT AS wf FROM executions WHERE id = $1', [id]).then((r) => r.rows[0]?.wf);
+      wf
+        .then(async (run) => {
+          if (run) await post.tell('workflow', run, { type: 'wake', topic: `execution:${id}` });
         })
         .catch((err: unknown) => log.debug({ err, execution: id }, 'the run waiting on an execution was not told of its end; it re-reads it'));
     };

@@ -20,8 +20,12 @@ export interface ExecutionActorSettings extends LoopDeps {
   leaseMs: number;
   /** Renews every execution claim of this node in one statement per tick. Absent: each actor renews its own row. */
   renewer?: LeaseRenewer | undefined;
-  /** Called once an execution's terminal state is written here (the node wakes the workflow run waiting on it). */
-  onEnded?: (executionId: string) => void;
+  /**
+   * Called once an execution's terminal state is written here (the node wakes the workflow run waiting on it).
+   * `workflowExecutionId`: the run it belongs to as the caller knows it (null: none), so the node need not read it
+   * back; undefined: not known here, the node reads the row.
+   */
+  onEnded?: (executionId: string, workflowExecutionId?: string | null) => void;
 }
 
 class ExecutionBehaviour extends LeasedRowBehaviour<ExecutionRow> {
@@ -34,7 +38,7 @@ class ExecutionBehaviour extends LeasedRowBehaviour<ExecutionRow> {
 
   /** The refinement loop; after a crash or a takeover it resumes from the journal. */
   protected run(claim: RowClaim<ExecutionRow>, signal: AbortSignal): Promise<void> {
-    return new ExecutionLoop(this.s, claim, claim.row).run(signal).then(() => this.s.onEnded?.(claim.key));
+    return new ExecutionLoop(this.s, claim, claim.row).run(signal).then(() => this.s.onEnded?.(claim.key, claim.row.workflow_execution_id));
   }
 }
 

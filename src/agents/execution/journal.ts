@@ -19,6 +19,11 @@ export class Journal {
     private readonly fence: RowFence,
   ) {}
 
+  /** The journal of an execution that has not started: nothing recorded, so nothing to read. */
+  static fresh(db: Db, executionId: string, fence: RowFence): Journal {
+    return new Journal(db, executionId, fence);
+  }
+
   static async load(db: Db, executionId: string, fence: RowFence): Promise<Journal> {
     const j = new Journal(db, executionId, fence);
     const res = await db.query<{ step_key: string; result: unknown }>(

@@ -180,7 +180,9 @@ export class ExecutionLoop {
         await this.finishFailed(`no LLM provider configured for alias "${m.spec.runtime.model}"`);
         return;
       }
-      this.journal = await Journal.load(this.deps.db, this.id, this.fence);
+      // A row claimed pending had not started: no step can have been recorded (each comes after execution_started,
+      // and nothing sets a row back to pending), so its empty journal is not read (issue 24: a statement per start).
+      this.journal = this.row.status === 'pending' ? Journal.fresh(this.deps.db, this.id, this.fence) : await Journal.load(this.deps.db, this.id, this.fence);
       if (this.journal.size > 0) this.log.info({ steps: this.journal.size }, 'resuming from the journal');
       await this.tel.within(() => this.iterate(runSignal));
     } catch (err) {
