@@ -4,17 +4,10 @@
 // OpenAI-compatible peer (the scripted LLM server) and the process runtime.
 import test from 'ava';
 import { startTestNode } from '../support/in-process-node.ts';
+import { oneShotAgent } from '../support/one-shot-agent.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
 
-const ONE_SHOT = `apiVersion: orch.dev/v1
-kind: Agent
-metadata: { name: waiter, version: 1.0.0 }
-spec:
-  runtime: { language: node, version: "20", model: default }
-  task: { instruction: Answer in one word. }
-  execution: { mode: one-shot }
-  tools: [ fs.read ]
-`;
+const ONE_SHOT = oneShotAgent('waiter');
 
 test('POST /v1/executions with Prefer: wait answers the end within the wait, else the id; bad Prefer ignored', async (t) => {
   let release: () => void = () => undefined;

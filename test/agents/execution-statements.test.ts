@@ -7,17 +7,10 @@ import test from 'ava';
 import { startTestNode } from '../support/in-process-node.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { pgWire } from '../support/pg-wire.ts';
+import { oneShotAgent } from '../support/one-shot-agent.ts';
 import { startScriptedLlm } from '../support/scripted-llm.ts';
 
-const ONE_SHOT = `apiVersion: orch.dev/v1
-kind: Agent
-metadata: { name: counted, version: 1.0.0 }
-spec:
-  runtime: { language: node, version: "20", model: default }
-  task: { instruction: Answer in one word. }
-  execution: { mode: one-shot }
-  tools: [ fs.read ]
-`;
+const ONE_SHOT = oneShotAgent('counted');
 
 test('a fresh execution reads no journal and, ending, does not read its workflow run back', async (t) => {
   const llm = await startScriptedLlm(async () => ({ content: 'yes' }));
