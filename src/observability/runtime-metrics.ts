@@ -15,8 +15,8 @@ const GC_KINDS: Record<number, string> = {
 const NS = 1e-9;
 
 export function installRuntimeMetrics(meter: Meter): void {
-  // 10 ms resolution: cheap (one timer), and a delay worth alerting on is far longer.
-  const loop = monitorEventLoopDelay({ resolution: 10 });
+  // 50 ms resolution: a delay worth alerting on is far longer, and every tick wakes an idle node's loop (issue 18).
+  const loop = monitorEventLoopDelay({ resolution: 50 });
   loop.enable();
   const gauge = (name: string, description: string, unit?: string) => meter.createObservableGauge(name, { description, ...(unit ? { unit } : {}) });
   const delayP50 = gauge('nodejs_eventloop_delay_p50_seconds', 'Event-loop delay, 50th percentile since the last scrape', 's');
