@@ -3,7 +3,8 @@
 // leaves memory at once (its row says parked = TRUE, owner_node = the controller). An approval (through the other
 // controller), a signal, a cancel and a timeout each bring it back from its row and move it exactly once. Then the
 // holder is killed with -9 while runs are parked: the other controller adopts them once the holder's parking lease
-// lapsed, applies the approvals committed meanwhile exactly once, and keeps the rest parked (and wakes them later).
+// lapsed, applies the approvals, a signal and a cancel committed meanwhile exactly once, and keeps the rest parked
+// (and wakes them later).
 import test, { type ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { eventually, type NodeProcess } from '../support/node-process.ts';
@@ -166,7 +167,7 @@ test('a parked run is woken by an approval through the other controller, a signa
   t.is((await eventCounts(s, r4)).get('WorkflowHumanInputReceived:gate:1'), 1, 'the timeout was applied once');
 });
 
-test('kill -9 of the controller holding parked runs: the other adopts them, applies committed approvals once, keeps the rest parked', async (t) => {
+test('kill -9 of the controller holding parked runs: the other adopts them, applies committed approvals, a signal and a cancel once, keeps the rest parked', async (t) => {
   t.timeout(5 * 60_000);
   const { s, A, B, ids, nodes, diag } = await twoControllers(t);
   const runs = await Promise.all(Array.from({ length: 6 }, () => startRun(A, 'tell-loop')));
@@ -177,14 +178,30 @@ test('kill -9 of the controller holding parked runs: the other adopts them, appl
     const res = await api(B, 'POST', `/v1/human-approvals/${ap}/approve`, {});
     t.is(res.status, 200, JSON.stringify(res.body));
   }
+  // A signal and a cancel through B while A is dead: committed, then applied by whoever holds the run next.
+  const sig = await api(B, 'POST', `/v1/workflows/executions/${runs[4]}/signal`, { response: 'no' });
+  t.is(sig.status, 200, JSON.stringify(sig.body));
+  const can = await api(B, 'POST', `/v1/workflows/executions/${runs[5]}/cancel`);
+  t.true(can.status < 300, JSON.stringify(can.body));
   // B adopts A's parked runs once A's parking lease lapsed; the answered ones move, the others stay parked on B.
   for (const r of runs.slice(0, 3)) await parkedOn(s, r, ids.b, 2);
-  for (const r of runs.slice(3)) await parkedOn(s, r, ids.b, 1);
+  await parkedOn(s, runs[3]!, ids.b, 1);
   for (const r of runs.slice(0, 3)) {
     const c = await eventCounts(s, r);
     t.is(c.get('WorkflowHumanInputReceived:gate:1'), 1, `the approval of ${r} was applied once${diag()}`);
     t.is(c.get('WorkflowStateEntered:gate:2'), 1, `visit 2 of ${r} entered once`);
   }
+  await eventually(async () => ((await eventCounts(s, runs[4]!)).get('WorkflowStateEntered:done:1') === 1 ? true : undefined), 60_000, `the signalled run to enter done${diag()}`);
+  const c4 = await eventCounts(s, runs[4]!);
+  t.is(c4.get('WorkflowHumanInputReceived:gate:1'), 1, 'the signal was applied once');
+  t.is(c4.get('WorkflowStateEntered:done:1'), 1, 'done entered once');
+  const end5 = await eventually(async () => {
+    const r = await s.db.query<{ status: string; parked: boolean }>('SELECT status, parked FROM workflow_executions WHERE id = $1', [runs[5]]);
+    return r.rows[0]?.status === 'cancelled' ? r.rows[0] : undefined;
+  }, 60_000, `the run cancelled while its holder was dead${diag()}`);
+  t.false(end5.parked);
+  const c5 = await eventCounts(s, runs[5]!);
+  t.is((c5.get('WorkflowExecutionCancelled::') ?? 0) + (c5.get('WorkflowExecutionCancelled:gate:') ?? 0), 1, 'cancelled once');
   // The rest, now parked on B, are still woken by an approval.
   const res = await api(B, 'POST', `/v1/human-approvals/${approvals[3]}/approve`, {});
   t.is(res.status, 200);
