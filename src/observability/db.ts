@@ -13,9 +13,13 @@ function operationOf(sql: string): string {
   return m ? m[1]!.toUpperCase() : 'QUERY';
 }
 
-/** Runs one driver call inside a `pg.<OPERATION>` client span when there is a parent span; else runs it bare. */
+/**
+ * Runs one driver call inside a `pg.<OPERATION>` client span when there is a recording parent span; else runs it
+ * bare. A parent that is not recording (tracing off: AlwaysOffSampler; or a trace sampled out) would only get a
+ * non-recording child, which costs a span object, attributes and a context switch per statement for nothing.
+ */
 export function inDbSpan<T>(sql: string, fn: () => Promise<T>, what?: string): Promise<T> {
-  if (!trace.getActiveSpan()) return fn();
+  if (!trace.getActiveSpan()?.isRecording()) return fn();
   const op = what ?? operationOf(sql);
   // A query span is not made active (nothing runs under it, and skipping context.with keeps the hot path short); a
   // transaction span is, so the transaction's statements are its children.

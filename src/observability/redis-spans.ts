@@ -24,7 +24,7 @@ const traced = new WeakSet<object>();
 export function traceRedisCommands(client: TraceableRedis, name: string): () => void {
   const original = client.sendCommand;
   const wrapped = function (this: TraceableRedis, command: { name: string; promise: Promise<unknown> }, ...rest: never[]): unknown {
-    if (command && typeof command === 'object' && !traced.has(command) && trace.getActiveSpan()) {
+    if (command && typeof command === 'object' && !traced.has(command) && trace.getActiveSpan()?.isRecording()) {
       traced.add(command);
       const op = String(command.name).toUpperCase();
       const span = tracer().startSpan(`redis.${op}`, {

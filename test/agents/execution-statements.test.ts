@@ -2,7 +2,8 @@
 // node on PostgreSQL through a TCP relay that keeps every byte the node sends (test/support/pg-wire.ts), a real
 // OpenAI-compatible peer (the scripted LLM server) and the process runtime: two one-shot executions, then the
 // statements a fresh execution no longer needs are looked for on the wire — the journal read of an execution that
-// had not started (it can have no steps), and the read of its workflow run when it ends (the actor has its row).
+// had not started (it can have no steps), the read of its workflow run when it ends (the actor has its row), and the
+// revocation of volume grants by an execution that mounted no volume (only attach() grants one).
 import test from 'ava';
 import { startTestNode } from '../support/in-process-node.ts';
 import { createTestDatabase } from '../support/pg.ts';
@@ -37,4 +38,5 @@ test('a fresh execution reads no journal and, ending, does not read its workflow
   t.true(wire.count('INSERT INTO execution_events') >= 4);
   t.is(wire.count('FROM execution_journal WHERE execution_id'), 0, 'the journal of an execution claimed pending is not read');
   t.is(wire.count('workflow_execution_id::TEXT AS wf FROM executions'), 0, 'its workflow run is not read back at its end');
+  t.is(wire.count('DELETE FROM volume_grants'), 0, 'an execution whose manifest mounts no volume has no grant to revoke');
 });

@@ -158,7 +158,11 @@ export class ExecutionVolumes {
       this.direct.delete(volumeId);
       await this.deps.volumes.recount(this.exec.tenantId, volumeId).catch((err: unknown) => this.log.warn({ err, volume: volumeId }, 'recounting a volume failed'));
     }
-    if (opts.ended) await revokeGrants(this.deps.db, this.exec.id).catch((err: unknown) => this.log.warn({ err }, 'revoking the volume grants failed'));
+    // Only attach() grants a volume to an agent execution, and only for spec.volumes entries: with none there is no
+    // grant to revoke, and the DELETE would be one more statement for every execution (issue 24).
+    if (opts.ended && this.exec.manifest.spec.volumes.length > 0) {
+      await revokeGrants(this.deps.db, this.exec.id).catch((err: unknown) => this.log.warn({ err }, 'revoking the volume grants failed'));
+    }
     client?.close();
     this.client = undefined;
   }

@@ -1,12 +1,14 @@
-// OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, LM Studio, …) through the official SDK, translated to
-// and from our LlmRequest/LlmResponse. The SDK's own retries are off (retry.ts is the one policy), and nothing is read
+// OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, LM Studio, …), translated to and from our
+// LlmRequest/LlmResponse. The wire types are the official SDK's; the call itself is one JSON POST (json-post.ts), not
+// the SDK's client, which cost ~5x the CPU per call (issue 24). retry.ts is the one retry policy, and nothing is read
 // from the environment here: endpoint and key come from the node config only.
 import { randomUUID } from 'node:crypto';
 import type OpenAI from 'openai';
-import { loadOpenAi } from './sdks.ts';
+import { JsonPoster } from './json-post.ts';
 import type { LlmMessage, LlmProvider, LlmRequest, LlmResponse, LlmToolCall } from './types.ts';
 
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
+type ChatCompletion = OpenAI.Chat.Completions.ChatCompletion;
 
 export const OPENAI_DEFAULT_ENDPOINT = 'https://api.openai.com/v1';
 /** Local servers (vLLM, Ollama, LM Studio) want no key; the SDK insists on one. */
@@ -60,53 +62,45 @@ export function parseToolArguments(raw: unknown): Record<string, unknown> {
 export interface OpenAiProviderOptions {
   endpoint?: string | undefined;
   apiKey?: string | undefined;
-  /** Per-request timeout of the SDK (default 10 min); callers normally bound calls with the request's signal. */
+  /** No answer for this long ends a call as a retryable timeout (default 10 min); callers normally bound calls with the request's signal. */
   timeoutMs?: number;
 }
 
 export class OpenAiProvider implements LlmProvider {
-  private client: Promise<OpenAI> | undefined;
+  private readonly poster = new JsonPoster();
+  private readonly url: URL;
+  private readonly headers: Record<string, string>;
 
   constructor(
     readonly name: string,
     private readonly opts: OpenAiProviderOptions = {},
-  ) {}
-
-  /** Made on the first call: the SDK loads lazily (sdks.ts). */
-  private sdkClient(): Promise<OpenAI> {
-    return (this.client ??= loadOpenAi().then(
-      (OpenAiSdk) =>
-        new OpenAiSdk({
-          apiKey: this.opts.apiKey || PLACEHOLDER_API_KEY,
-          baseURL: this.opts.endpoint || OPENAI_DEFAULT_ENDPOINT,
-          organization: null,
-          project: null,
-          maxRetries: 0,
-          timeout: this.opts.timeoutMs ?? 10 * 60 * 1000,
-        }),
-    ));
+  ) {
+    // As the SDK joins its baseURL and a path: `<endpoint>/chat/completions`, one slash between them.
+    this.url = new URL(`${(opts.endpoint || OPENAI_DEFAULT_ENDPOINT).replace(/\/+$/, '')}/chat/completions`);
+    this.headers = { authorization: `Bearer ${opts.apiKey || PLACEHOLDER_API_KEY}`, 'user-agent': 'orch' };
   }
 
   async complete(model: string, req: LlmRequest): Promise<LlmResponse> {
-    const client = await this.sdkClient();
-    const res = await client.chat.completions.create(
-      {
-        model,
-        messages: req.messages.map(toOpenAiMessage),
-        ...(req.tools.length
-          ? {
-              tools: req.tools.map((t) => ({
-                type: 'function' as const,
-                function: { name: t.name, description: t.description, parameters: t.parameters },
-              })),
-            }
-          : {}),
-        ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
-        ...(req.max_tokens !== undefined ? { max_tokens: req.max_tokens } : {}),
-      },
-      req.signal ? { signal: req.signal } : {},
-    );
-    const choice = res.choices?.[0];
+    const body = {
+      model,
+      messages: req.messages.map(toOpenAiMessage),
+      ...(req.tools.length
+        ? {
+            tools: req.tools.map((t) => ({
+              type: 'function' as const,
+              function: { name: t.name, description: t.description, parameters: t.parameters },
+            })),
+          }
+        : {}),
+      ...(req.temperature !== undefined ? { temperature: req.temperature } : {}),
+      ...(req.max_tokens !== undefined ? { max_tokens: req.max_tokens } : {}),
+    };
+    const res = (await this.poster.post(this.url, body, {
+      headers: this.headers,
+      signal: req.signal,
+      idleTimeoutMs: this.opts.timeoutMs ?? 10 * 60 * 1000,
+    })) as Partial<ChatCompletion> | null;
+    const choice = res?.choices?.[0];
     const calls: LlmToolCall[] = (choice?.message?.tool_calls ?? [])
       .filter((c): c is Extract<typeof c, { type: 'function' }> => c.type === 'function' || (c.type as unknown) === undefined)
       .map((c) => ({
@@ -118,9 +112,14 @@ export class OpenAiProvider implements LlmProvider {
       content: choice?.message?.content ?? null,
       tool_calls: calls,
       finish_reason: choice?.finish_reason ?? (calls.length ? 'tool_calls' : 'stop'),
-      usage: { prompt_tokens: res.usage?.prompt_tokens ?? 0, completion_tokens: res.usage?.completion_tokens ?? 0 },
+      usage: { prompt_tokens: res?.usage?.prompt_tokens ?? 0, completion_tokens: res?.usage?.completion_tokens ?? 0 },
       provider: this.name,
-      model: res.model || model,
+      model: res?.model || model,
     };
+  }
+
+  /** Drops the idle keep-alive connections. */
+  close(): void {
+    this.poster.close();
   }
 }
