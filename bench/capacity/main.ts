@@ -2,7 +2,9 @@
 // its API with rising offered load per surface (bench/capacity/surfaces.ts), each step open-loop for S seconds with
 // its costs metered; per surface the knee (bench/capacity/knee.ts); then docs/CAPACITY.md, one SVG per surface
 // and capacity.json (every step's figures) under --out (default docs/). --quick (the test's mode, ≤ 60 s): two
-// short steps per surface.
+// short steps per surface. Then the density scenario (bench/density.ts: N executions started at once, each two model
+// turns and one sandboxed command) on a node of its own; `--only density` runs just it and keeps the surfaces of the
+// capacity.json already under --out.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -13,6 +15,7 @@ import { meter, startCapacityNode, type CapacityNode, type StepCost } from './no
 import { renderReport } from './report.ts';
 import { executions, heartbeats, runsStarted, sealInvokes, steps, webhooks, wsSubscribers, type Surface } from './surfaces.ts';
 import { twoPanels } from './svg.ts';
+import { benchDensity, type DensityFigures } from '../density.ts';
 
 export interface MeasuredStep extends StepResult {
   cost: StepCost;
@@ -46,7 +49,18 @@ export interface CapacityFigures {
   /** The idle node with the meters running, per second: subtracted from each step's cost in the report. */
   idle: StepCost;
   surfaces: SurfaceFigures[];
+  /** Agents at density (issue 24): a burst of executions at once, measured on a node of its own. */
+  density?: DensityRun;
 }
+
+export interface DensityRun {
+  at: string;
+  loadBefore: number[];
+  figures: DensityFigures;
+}
+
+/** The density scenario of the report: issue 24's (100 at once, 1 s model turns); quick: 5 at once, 200 ms. */
+export const DENSITY_SCENARIO = { full: { count: 100, modelDelayMs: 1000 }, quick: { count: 5, modelDelayMs: 200 } };
 
 export interface CapacityOptions {
   quick: boolean;
@@ -101,6 +115,8 @@ export async function benchCapacity(o: CapacityOptions): Promise<CapacityFigures
   const loadBefore = os.loadavg();
   const all: Surface[] = [runsStarted, steps, webhooks, executions, sealInvokes, wsSubscribers, heartbeats];
   const chosen = o.only ? all.filter((s) => o.only!.includes(s.key)) : all;
+  const runDensity = !o.only || o.only.includes('density');
+  if (chosen.length === 0 && runDensity) return densityOnly(o, log);
   const n = await startCapacityNode();
   const surfaces: SurfaceFigures[] = [];
   let pgCommitsPerSecond = 0;
@@ -166,6 +182,7 @@ export async function benchCapacity(o: CapacityOptions): Promise<CapacityFigures
   } finally {
     await n.close();
   }
+  const density = runDensity ? await densityRun(o.quick, log) : undefined;
   const figures: CapacityFigures = {
     quick: o.quick,
     secondsPerStep: seconds,
@@ -176,7 +193,28 @@ export async function benchCapacity(o: CapacityOptions): Promise<CapacityFigures
     redisCommandsPerSecond,
     idle,
     surfaces,
+    ...(density ? { density } : {}),
   };
+  await writeReport(figures, o.outDir);
+  return figures;
+}
+
+async function densityRun(quick: boolean, log: (line: string) => void): Promise<DensityRun> {
+  const scenario = DENSITY_SCENARIO[quick ? 'quick' : 'full'];
+  const at = new Date().toISOString();
+  const loadBefore = os.loadavg();
+  const figures = await benchDensity({ ...scenario, log });
+  log(`density   ${figures.count} at once, ${figures.modelDelayMs} ms model turns: ${figures.completed} completed, ${figures.executionsPerSecond} executions/s, node CPU ${figures.nodeCpuMsPerExecution} ms per execution, /health/live p99 ${figures.healthLiveMs.p99} ms`);
+  return { at, loadBefore, figures };
+}
+
+/** `--only density`: the scenario alone, written into the report beside the surfaces of the capacity.json there. */
+async function densityOnly(o: CapacityOptions, log: (line: string) => void): Promise<CapacityFigures> {
+  const file = path.join(o.outDir, 'capacity', 'capacity.json');
+  const before = JSON.parse(await readFile(file, 'utf8').catch(() => {
+    throw new Error(`--only density adds to an existing report: no ${file} (run the full bench first)`);
+  })) as CapacityFigures;
+  const figures: CapacityFigures = { ...before, density: await densityRun(o.quick, log) };
   await writeReport(figures, o.outDir);
   return figures;
 }

@@ -1,6 +1,6 @@
 // docs/CAPACITY.md from the capacity bench's figures: the method, a summary table, one chart and step table per
 // surface, and the model of what N controllers and M workers would hold, from the per-operation costs measured.
-import type { CapacityFigures, MeasuredStep, SurfaceFigures } from './main.ts';
+import type { CapacityFigures, DensityRun, MeasuredStep, SurfaceFigures } from './main.ts';
 import type { StepCost } from './node.ts';
 
 /** Utilisation a node is planned to at most (headroom for bursts and GC). */
@@ -136,6 +136,7 @@ export function renderReport(f: CapacityFigures): string {
     L.push(`- **Heartbeats**: a controller spends ${ms(hbc.nodeCpuMs)} ms of CPU, ${hbc.rowsWritten.toFixed(2)} rows written and ≤ ${hbc.walSyncs.toFixed(2)} WAL syncs per heartbeat (the batched heartbeat writer), so one controller absorbs about ${n0(perCtl)} heartbeats/s at ${PLANNED_UTILISATION * 100} % of ${MODEL_NODE_CORES} cores: at the default 30 s interval that is ${n0(perCtl * 30)} workers per controller (${n0(perCtl)} at a 1 s interval).`);
   }
   L.push('');
+  if (f.density) L.push(...densitySection(f.density), '');
   for (const s of f.surfaces) {
     L.push(`## ${s.title}`);
     L.push('');
@@ -155,4 +156,34 @@ export function renderReport(f: CapacityFigures): string {
     L.push('');
   }
   return `${L.join('\n')}\n`;
+}
+
+/** Issue 24's targets for the density scenario (100 at once, 1 s model turns, PostgreSQL). */
+const DENSITY_TARGETS = { executionsPerSecond: 15, nodeCpuMs: 30, healthP99Ms: 100, sandboxMiB: 20 };
+
+/** The burst scenario: not a ladder, one batch of N executions started at once; its figures and issue 24's targets. */
+export function densitySection(d: DensityRun): string[] {
+  const x = d.figures;
+  const mark = (ok: boolean): string => (ok ? '✔' : '✘');
+  const L: string[] = [];
+  L.push(`## Agents at density: ${x.count} executions started at once`);
+  L.push('');
+  L.push(`Measured ${d.at}, load average ${d.loadBefore.map((v) => v.toFixed(1)).join(' / ')} before and ${x.loadavg.split(' ').slice(0, 3).join(' / ')} after (bench/density.ts, on a node of its own: \`orch up\` from dist/ on PostgreSQL, no Redis). Each execution does what a real agent does at minimum: two model turns from a scripted OpenAI-compatible server answering after ${x.modelDelayMs} ms (a \`cmd.run echo\` tool call, then the final answer) and one command in the default bubblewrap sandbox; all ${x.count} are POSTed to /v1/executions at once. Node CPU is the node process's own (/proc), net of nothing; the sandboxes' CPU is its reaped children's.`);
+  L.push('');
+  L.push('| figure | measured | issue 24 target |');
+  L.push('|---|---|---|');
+  L.push(`| completed / failed / refused | ${x.completed} / ${x.failed} / ${x.rejected} | all complete ${mark(x.completed === x.count)} |`);
+  L.push(`| executions/s (first POST to last completed_at) | ${x.executionsPerSecond} | ≥ ${DENSITY_TARGETS.executionsPerSecond} ${mark(x.executionsPerSecond >= DENSITY_TARGETS.executionsPerSecond)} |`);
+  L.push(`| start to end p50 / p99 / max | ${x.startToEndMs.p50} / ${x.startToEndMs.p99} / ${x.startToEndMs.max} ms | (ideal ≈ ${(2 * x.modelDelayMs) / 1000} s) |`);
+  L.push(`| POST /v1/executions p50 / p99 | ${x.postMs.p50} / ${x.postMs.p99} ms | |`);
+  L.push(`| node CPU per execution | ${x.nodeCpuMsPerExecution} ms | ≤ ${DENSITY_TARGETS.nodeCpuMs} ms ${mark(x.nodeCpuMsPerExecution <= DENSITY_TARGETS.nodeCpuMs)} |`);
+  L.push(`| sandbox CPU per execution (bwrap, the sandbox's processes, the command) | ${x.sandboxCpuMsPerExecution} ms | |`);
+  L.push(`| \`/health/live\` on the health port, p50 / p99 / max (${x.healthLiveMs.probes} probes, ${x.healthLiveMs.failures} failed) | ${x.healthLiveMs.p50} / ${x.healthLiveMs.p99} / ${x.healthLiveMs.max} ms | p99 ≤ ${DENSITY_TARGETS.healthP99Ms} ms ${mark(x.healthLiveMs.p99 <= DENSITY_TARGETS.healthP99Ms && x.healthLiveMs.failures === 0)} |`);
+  L.push(`| the same probe on the main HTTP port, p50 / p99 / max | ${x.mainPortLiveMs.p50} / ${x.mainPortLiveMs.p99} / ${x.mainPortLiveMs.max} ms | (the health port is the probe) |`);
+  L.push(`| node RSS before / peak | ${x.nodeRssMiB.before} / ${x.nodeRssMiB.peak} MiB | |`);
+  L.push(`| sandboxes alive at the peak; processes per sandbox | ${x.sandboxes.peakLive}; ${x.sandboxes.processesPerSandbox} | |`);
+  L.push(`| per live sandbox PSS / RSS / USS | ${x.sandboxes.pssMiBPerSandbox} / ${x.sandboxes.rssMiBPerSandbox} / ${x.sandboxes.ussMiBPerSandbox} MiB | ≤ ${DENSITY_TARGETS.sandboxMiB} MiB ${mark(x.sandboxes.peakLive > 0 && x.sandboxes.pssMiBPerSandbox <= DENSITY_TARGETS.sandboxMiB)} |`);
+  L.push('');
+  L.push(`Read with the executions surface above: the ladder offers executions one at a time at a rate; this is the burst a fleet sends at once, and what bounds it is the sandboxes in flight and the node's CPU per execution (${x.nodeCpuMsPerExecution} ms here: about ${Math.round((MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / Math.max(1, x.nodeCpuMsPerExecution + x.sandboxCpuMsPerExecution))} executions/s per ${MODEL_NODE_CORES}-core worker at ${PLANNED_UTILISATION * 100} %, sandboxes included).`);
+  return L;
 }

@@ -80,7 +80,7 @@ test.serial('the ladder stops at the first failing step and the knee is the last
   t.is(knee(again, 1000)?.offered, 25);
 });
 
-test.serial('capacity --quick: every surface driven through a real node, report, charts and figures written with sane numbers', async (t) => {
+test.serial('capacity --quick: every surface driven through a real node, then the density burst, report, charts and figures written with sane numbers', async (t) => {
   t.timeout(240_000);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-capacity-test-'));
   try {
@@ -111,6 +111,14 @@ test.serial('capacity --quick: every surface driven through a real node, report,
     }
     // The node's CPU over the whole run was metered (the first surface's steps cost it something).
     t.true(json.surfaces[0]!.steps.some((x) => x.cost.nodeCpuMs > 0));
+    // The density scenario ran on a node of its own and has its section, with real figures.
+    const d = json.density?.figures;
+    if (!d) return t.fail('no density figures');
+    t.is(d.count, 5);
+    t.is(d.completed, 5, `density: ${d.failed} failed, ${d.rejected} refused`);
+    t.true(d.nodeCpuMsPerExecution > 0 && d.executionsPerSecond > 0 && d.healthLiveMs.probes > 0, JSON.stringify(d));
+    t.regex(md, /## Agents at density: 5 executions started at once/);
+    t.true(md.includes(`| node CPU per execution | ${d.nodeCpuMsPerExecution} ms |`));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
