@@ -8,7 +8,9 @@
 // batch), `/health/live` p50/p99/max polled every 50 ms throughout (on the health port, the liveness thread, and on
 // the main HTTP port), the node's RSS, and the sandboxes' memory: the
 // processes under the node other than itself, grouped per sandbox (each bwrap process group), their PSS, RSS and USS
-// from /proc/<pid>/smaps_rollup at the moment the most sandboxes were alive.
+// from /proc/<pid>/smaps_rollup at the moment the most sandboxes were alive. Ends are noticed by reading the rows
+// from PostgreSQL (the instrument costs the node nothing); `--observe-api` polls the list API instead, as a client
+// without database access would (that polling is then part of the node's CPU).
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +31,12 @@ export interface DensityOptions {
   env?: Record<string, string>;
   /** Run on a private PostgreSQL with pg_stat_statements (bench/private-pg.ts) and report statements per execution. */
   privatePg?: boolean;
+  /**
+   * How the bench notices that executions ended (their end time is always the row's completed_at): 'db' (default)
+   * reads the rows from PostgreSQL, so the instrument costs the node nothing; 'api' polls GET /v1/executions every
+   * 250 ms per status, which costs the node 3-5 ms of CPU per execution of its own (docs/BENCHMARKS.md, issue 24).
+   */
+  observe?: 'db' | 'api';
   log?: (line: string) => void;
 }
 
@@ -184,6 +192,8 @@ spec:
   }
   const node = await startOrchNode(env);
   const pid = node.child.pid!;
+  const watcher = new pg.Client({ connectionString: db.url });
+  await watcher.connect();
   const base = node.banner.http;
   const auth = { authorization: `Bearer ${node.banner.dev_token ?? ''}`, 'content-type': 'application/json' };
   let stopHealth = false;
@@ -289,7 +299,7 @@ spec:
       wallSeconds: Math.round(wall * 10) / 10,
     };
 
-    /** Starts `n` executions at once and waits for all of them to end (rows polled every 250 ms). */
+    /** Starts `n` executions at once and waits for all of them to end (rows read every 250 ms, `o.observe`). */
     async function runBatch(n: number) {
       const sentAt = new Map<string, number>();
       const epoch = Date.now() - performance.now();
@@ -319,7 +329,15 @@ spec:
       );
       const ended = new Map<string, { status: string; at: number }>();
       const deadline = performance.now() + 30 * 60_000;
-      while (ended.size < n && performance.now() < deadline) {
+      while (o.observe !== 'api' && ended.size < n && performance.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        const { rows } = await watcher.query<{ id: string; status: string; completed_at: Date }>(
+          `SELECT id::TEXT AS id, status, completed_at FROM executions WHERE id = ANY($1::UUID[]) AND completed_at IS NOT NULL`,
+          [[...sentAt.keys()].filter((id) => !ended.has(id))],
+        );
+        for (const row of rows) ended.set(row.id, { status: row.status, at: row.completed_at.getTime() - epoch });
+      }
+      while (o.observe === 'api' && ended.size < n && performance.now() < deadline) {
         await new Promise((r) => setTimeout(r, 250));
         for (const status of ['completed', 'failed', 'cancelled']) {
           for (let offset = 0; ; offset += 200) {
@@ -352,6 +370,7 @@ spec:
     }
   } finally {
     stopHealth = true;
+    await watcher.end().catch(() => undefined);
     await node.kill('SIGTERM');
     await llm.close();
     await db.drop().catch(() => undefined);

@@ -206,6 +206,7 @@ if (what === 'density') {
     modelDelayMs: arg('delay-ms', 1000),
     cpuProfile: i >= 0 ? path.resolve(process.argv[i + 1] ?? 'density.cpuprofile') : undefined,
     privatePg: process.argv.includes('--private-pg'),
+    observe: process.argv.includes('--observe-api') ? 'api' : 'db',
     log: (l) => process.stdout.write(`${l}\n`),
   });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
