@@ -17,7 +17,7 @@ import path from 'node:path';
 import { startOrchNode } from '../test/support/node-process.ts';
 import { startScriptedLlm, textReply, toolCall, type ChatRequest } from '../test/support/scripted-llm.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
-import { childCpuSeconds, cpuSeconds } from './proc-cpu.ts';
+import { childCpuSeconds, cpuSeconds, liveChildrenCpuSeconds } from './proc-cpu.ts';
 import { percentile } from './stats.ts';
 import { startPrivatePg, type PrivatePg } from './private-pg.ts';
 import pg from 'pg';
@@ -50,8 +50,13 @@ export interface DensityFigures {
   startToEndMs: { p50: number; p99: number; max: number };
   postMs: { p50: number; p99: number; max: number };
   nodeCpuMsPerExecution: number;
-  /** CPU of the node's reaped children (bwrap, the sandbox's processes, the command) per execution. */
+  /**
+   * CPU of the sandboxes (bwrap, the sandbox's processes, the command) per execution: reaped by the node's sandbox
+   * spawner (its cutime + cstime) or by the node itself.
+   */
   sandboxCpuMsPerExecution: number;
+  /** The sandbox spawner's own CPU per execution (the forks and execs the node hands it; a process beside the node). */
+  spawnerCpuMsPerExecution: number;
   /** This process (the scripted model server, the HTTP client, the pollers) per execution. */
   benchCpuMsPerExecution: number;
   /** `/health/live` on the health port (the liveness thread, http.health_port), polled every 50 ms. */
@@ -247,12 +252,14 @@ spec:
     if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     const cpu0 = await cpuSeconds(pid);
     const child0 = await childCpuSeconds(pid);
+    const spawner0 = await liveChildrenCpuSeconds(pid);
     const bench0 = process.cpuUsage();
     const t0 = performance.now();
     const batch = await runBatch(o.count);
     const wall = (performance.now() - t0) / 1000;
     const cpu1 = await cpuSeconds(pid);
     const child1 = await childCpuSeconds(pid);
+    const spawner1 = await liveChildrenCpuSeconds(pid);
     const benchCpu = process.cpuUsage(bench0);
     if (o.cpuProfile) process.kill(pid, 'SIGUSR2');
     stopHealth = true;
@@ -282,7 +289,8 @@ spec:
       startToEndMs: stats(batch.startToEnd),
       postMs: stats(batch.post),
       nodeCpuMsPerExecution: Math.round(((cpu1 - cpu0) * 1000) / o.count),
-      sandboxCpuMsPerExecution: Math.round(((child1 - child0) * 1000) / o.count),
+      sandboxCpuMsPerExecution: Math.round(((child1 - child0 + spawner1.reaped - spawner0.reaped) * 1000) / o.count),
+      spawnerCpuMsPerExecution: Math.round(((spawner1.own - spawner0.own) * 1000) / o.count),
       benchCpuMsPerExecution: Math.round((benchCpu.user + benchCpu.system) / 1000 / o.count),
       healthLiveMs: { ...stats(threadProbe.ms), probes: threadProbe.ms.length, failures: threadProbe.failures() },
       mainPortLiveMs: { ...stats(mainProbe.ms), probes: mainProbe.ms.length, failures: mainProbe.failures() },

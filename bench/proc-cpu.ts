@@ -1,5 +1,5 @@
 // CPU time of another process (a node under load, a bench peer) from /proc/<pid>/stat, for CPU-per-operation figures.
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 
 const CLK_TCK = 100;
 
@@ -89,4 +89,24 @@ export async function childCpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[13]) + Number(f[14])) / CLK_TCK;
+}
+
+/**
+ * The CPU of a process's live children, from /proc: their own (utime + stime) and what they reaped (cutime +
+ * cstime). For a node: its sandbox spawner (bench/density.ts), which forks and reaps every sandbox, so the sandboxes'
+ * CPU lands in the spawner's reaped time, not the node's.
+ */
+export async function liveChildrenCpuSeconds(pid: number): Promise<{ own: number; reaped: number }> {
+  let own = 0;
+  let reaped = 0;
+  for (const name of await readdir('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
+    if (!stat) continue;
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(f[1]) !== pid) continue;
+    own += (Number(f[11]) + Number(f[12])) / CLK_TCK;
+    reaped += (Number(f[13]) + Number(f[14])) / CLK_TCK;
+  }
+  return { own, reaped };
 }

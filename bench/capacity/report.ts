@@ -178,12 +178,13 @@ export function densitySection(d: DensityRun): string[] {
   L.push(`| POST /v1/executions p50 / p99 | ${x.postMs.p50} / ${x.postMs.p99} ms | |`);
   L.push(`| node CPU per execution | ${x.nodeCpuMsPerExecution} ms | ≤ ${DENSITY_TARGETS.nodeCpuMs} ms ${mark(x.nodeCpuMsPerExecution <= DENSITY_TARGETS.nodeCpuMs)} |`);
   L.push(`| sandbox CPU per execution (bwrap, the sandbox's processes, the command) | ${x.sandboxCpuMsPerExecution} ms | |`);
+  L.push(`| the sandbox spawner's CPU per execution (a process beside the node that forks the sandboxes) | ${x.spawnerCpuMsPerExecution ?? '—'} ms | |`);
   L.push(`| \`/health/live\` on the health port, p50 / p99 / max (${x.healthLiveMs.probes} probes, ${x.healthLiveMs.failures} failed) | ${x.healthLiveMs.p50} / ${x.healthLiveMs.p99} / ${x.healthLiveMs.max} ms | p99 ≤ ${DENSITY_TARGETS.healthP99Ms} ms ${mark(x.healthLiveMs.p99 <= DENSITY_TARGETS.healthP99Ms && x.healthLiveMs.failures === 0)} |`);
   L.push(`| the same probe on the main HTTP port, p50 / p99 / max | ${x.mainPortLiveMs.p50} / ${x.mainPortLiveMs.p99} / ${x.mainPortLiveMs.max} ms | (the health port is the probe) |`);
   L.push(`| node RSS before / peak | ${x.nodeRssMiB.before} / ${x.nodeRssMiB.peak} MiB | |`);
   L.push(`| sandboxes alive at the peak; processes per sandbox | ${x.sandboxes.peakLive}; ${x.sandboxes.processesPerSandbox} | |`);
   L.push(`| per live sandbox PSS / RSS / USS | ${x.sandboxes.pssMiBPerSandbox} / ${x.sandboxes.rssMiBPerSandbox} / ${x.sandboxes.ussMiBPerSandbox} MiB | ≤ ${DENSITY_TARGETS.sandboxMiB} MiB ${mark(x.sandboxes.peakLive > 0 && x.sandboxes.pssMiBPerSandbox <= DENSITY_TARGETS.sandboxMiB)} |`);
   L.push('');
-  L.push(`Read with the executions surface above: the ladder offers executions one at a time at a rate; this is the burst a fleet sends at once, and what bounds it is the sandboxes in flight and the node's CPU per execution (${x.nodeCpuMsPerExecution} ms here: about ${Math.round((MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / Math.max(1, x.nodeCpuMsPerExecution + x.sandboxCpuMsPerExecution))} executions/s per ${MODEL_NODE_CORES}-core worker at ${PLANNED_UTILISATION * 100} %, sandboxes included).`);
+  L.push(`Read with the executions surface above: the ladder offers executions one at a time at a rate; this is the burst a fleet sends at once, and what bounds it is the sandboxes in flight and the node's CPU per execution (${x.nodeCpuMsPerExecution} ms here: about ${Math.round((MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / Math.max(1, x.nodeCpuMsPerExecution + (x.spawnerCpuMsPerExecution ?? 0) + x.sandboxCpuMsPerExecution))} executions/s per ${MODEL_NODE_CORES}-core worker at ${PLANNED_UTILISATION * 100} %, spawner and sandboxes included).`);
   return L;
 }
