@@ -116,6 +116,8 @@ async function processTable(): Promise<Proc[]> {
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
     if (!stat) continue;
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // A zombie (a sandbox that has exited, not yet reaped) holds no memory and is no live sandbox.
+    if (f[0] === 'Z') continue;
     out.push({ pid: Number(name), ppid: Number(f[1]), pgrp: Number(f[2]) });
   }
   return out;
