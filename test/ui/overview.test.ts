@@ -141,7 +141,7 @@ test.serial('the page stays responsive with 1,000 feed events a second arriving'
   };
 
   let gen = 0;
-  const measure = async (label: string): Promise<{ frames: number; p50: number; p95: number; max: number; seq: number; published: number }> => {
+  const measure = async (label: string): Promise<{ frames: number; p50: number; p95: number; max: number; seq: number; published: number; upTo: number }> => {
     gen++;
     await page.evaluate(`(() => {
       window.__gen = ${gen};
@@ -159,7 +159,8 @@ test.serial('the page stays responsive with 1,000 feed events a second arriving'
       return { frames: f.length, p50: at(0.5), p95: at(0.95), max: f[f.length - 1], seq: newest ? Number(newest.textContent.slice(1)) : 0 };
     })()`)) as { frames: number; p50: number; p95: number; max: number; seq: number };
     console.log(`${label}: ${JSON.stringify({ ...r, published: seq - from })}`);
-    return { ...r, published: seq - from };
+    // upTo: the newest event published when the page's newest was read (publishing goes on during the next phases).
+    return { ...r, published: seq - from, upTo: seq };
   };
   const quiet = await measure('quiet');
   const timer = inject();
@@ -181,6 +182,8 @@ test.serial('the page stays responsive with 1,000 feed events a second arriving'
     t.true(r.max < 1000, `longest frame ${r.max} ms`);
     t.true(r.published >= 4500, `events published in the 5 s: ${r.published}`);
   }
-  t.true(shown > seq - 5000 * 2, `newest event shown #${shown}, published up to #${seq}`);
+  // Kept up: when it was read, the newest event on the page was within 10 s of events of the newest published then
+  // (compared with the final count, the overview phase and the screenshots, slow on a loaded machine, counted too).
+  t.true(shown > loaded.upTo - 5000 * 2, `newest event shown #${shown}, published up to #${loaded.upTo} then`);
   t.deepEqual(errors, []);
 });
