@@ -43,7 +43,12 @@ let tsxRegistered = false;
  * through tsx (registered once, in this process: no child process, so signals reach the code that runs).
  */
 export async function importEntry(rel, state = buildState()) {
-  if (state.use === 'dist') return import(pathToFileURL(path.join(ROOT, 'dist', `${rel}.js`)).href);
+  if (state.use === 'dist') {
+    // The bundle of that entry when the build made one (scripts/bundle.mjs: `orch up` loads a few files instead of
+    // ~1,600), else dist/ file by file.
+    const bundled = path.join(ROOT, 'dist', 'bundle', `${rel}.js`);
+    return import(pathToFileURL(existsSync(bundled) ? bundled : path.join(ROOT, 'dist', `${rel}.js`)).href);
+  }
   if (!tsxRegistered) {
     const { register } = await import('tsx/esm/api');
     register();

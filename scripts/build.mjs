@@ -14,6 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleDist } from './bundle.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const src = path.join(root, 'src');
@@ -49,6 +50,8 @@ function copyAssets(dir) {
   }
 }
 copyAssets(src);
+// dist/bundle/: the node's code as a few files instead of ~1,600 (scripts/bundle.mjs; start-up, issue 15 item 4).
+await bundleDist(root);
 
 writeFileSync(stamp, `${started.toISOString()}\n`);
 utimesSync(stamp, started, started);

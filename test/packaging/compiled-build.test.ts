@@ -1,6 +1,8 @@
 // Issue 15 item 4: `orch` compiled TypeScript on every call (tsx), 3-5 s per `npx orch …` under load. `npm install`
 // now builds dist/ (`prepare`), and bin/orch.js and `npm start` run it. These tests watch which modules the process
-// really resolves (test/support/module-trace.mjs): the compiled dist/ entry, and no TypeScript source.
+// really resolves (test/support/module-trace.mjs): the compiled dist/ entry, and no TypeScript source. The build
+// bundles the node (scripts/bundle.mjs): a trace lists the chunks it loaded, read back as the files they hold
+// (test/support/bundle-contents.ts), so what a process ran is still checked file by file and package by package.
 //
 // They need a current build: `npm test` makes one (`npm run build:dist`) before ava. Run alone after editing src/,
 // they fail and say so, which is the truth: bin/orch.js would then run the sources.
@@ -11,10 +13,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { eventually } from '../support/node-process.ts';
+import { expandBundle } from '../support/bundle-contents.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TRACE_HOOK = pathToFileURL(path.join(ROOT, 'test/support/module-trace.mjs')).href;
 const DIST = pathToFileURL(path.join(ROOT, 'dist')).href + '/';
+const BUNDLE = `${DIST}bundle/`;
 const SRC = pathToFileURL(path.join(ROOT, 'src')).href + '/';
 
 interface Traced {
@@ -31,7 +35,12 @@ async function traced(t: import('ava').ExecutionContext): Promise<Traced> {
   return { dir, trace, env: { ...rest, ORCH_MODULE_TRACE: trace, NODE_OPTIONS: `--import=${TRACE_HOOK}` } };
 }
 
+/** What the process loaded: the traced URLs, each chunk of the bundle followed by the files it holds. */
 async function modules(trace: string): Promise<string[]> {
+  return expandBundle(ROOT, await tracedUrls(trace));
+}
+
+async function tracedUrls(trace: string): Promise<string[]> {
   return (await readFile(trace, 'utf8').catch(() => '')).split('\n').filter(Boolean);
 }
 
@@ -76,7 +85,11 @@ test('`npm start` runs the compiled node from dist/ and stops on SIGTERM', async
   });
   const up = await eventually(async () => (/ is up\n/.test(output) ? 'up' : hasExited ? 'exited' : undefined), 180_000, 'the banner of npm start');
   t.is(up, 'up', output.slice(-3000));
-  const loaded = await modules(trace);
+  const urls = await tracedUrls(trace);
+  // The node's code came from the bundle: no file of dist/ is loaded one by one (start-up: ~1,600 files were).
+  t.true(urls.includes(`${BUNDLE}cli/main.js`), `dist/bundle/cli/main.js was not loaded; loaded:\n${urls.slice(0, 50).join('\n')}`);
+  t.deepEqual(urls.filter((u) => u.startsWith(DIST) && !u.startsWith(BUNDLE)), [], 'files of dist/ loaded outside the bundle');
+  const loaded = expandBundle(ROOT, urls);
   t.true(loaded.includes(`${DIST}cli/main.js`), `dist/cli/main.js was not loaded; loaded:\n${loaded.slice(0, 50).join('\n')}`);
   t.true(loaded.includes(`${DIST}node/node.js`), 'the node itself came from dist/');
   t.deepEqual(loaded.filter((u) => u.startsWith(SRC)), [], 'no module from src/');
