@@ -1,7 +1,7 @@
 // Judge outputs and the four consensus strategies of seed 002 (ParallelAgents; issue 6's ValidateWithJudges reuses
 // computeConsensus). The formulas are written out in docs/WORKFLOWS.md "Templates, conditions and consensus";
 // the metadata of a result carries the intermediate figures so a run can be audited.
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { ConsensusSpec, ConsensusStrategy } from './manifest/types.ts';
 
 export interface JudgeVerdict {
@@ -51,7 +51,13 @@ const judgeSchema = {
   },
 } as const;
 
-const validateJudge = new Ajv({ allErrors: true, strict: false }).compile(judgeSchema);
+// Compiled at the first judge output, not when the module loads: every node loads this file at start, and compiling
+// (with ajv's meta-schema, on a fresh Ajv) was ~0.1 s of each start's CPU (issue 15 item 4).
+let validateJudgeFn: ValidateFunction | undefined;
+function validateJudge(value: unknown): { valid: boolean; errors: ErrorObject[] | null | undefined } {
+  validateJudgeFn ??= new Ajv({ allErrors: true, strict: false }).compile(judgeSchema);
+  return { valid: validateJudgeFn(value), errors: validateJudgeFn.errors };
+}
 
 function describe(errors: ErrorObject[] | null | undefined): string {
   return (errors ?? [])
@@ -86,7 +92,8 @@ export function parseJudgeOutput(text: string): { ok: true; verdict: JudgeVerdic
   } catch (err) {
     return { ok: false, error: err instanceof Error ? err.message : String(err) };
   }
-  if (!validateJudge(value)) return { ok: false, error: `invalid judge output: ${describe(validateJudge.errors)}` };
+  const checked = validateJudge(value);
+  if (!checked.valid) return { ok: false, error: `invalid judge output: ${describe(checked.errors)}` };
   const v = value as JudgeVerdict;
   if (v.reasoning.trim().length < MIN_REASONING) {
     return { ok: false, error: `invalid judge output: field "reasoning" must have at least ${MIN_REASONING} characters` };
