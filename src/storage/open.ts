@@ -7,6 +7,7 @@ import { migrate } from './migrate.ts';
 import { listMigrations } from './migration-files.ts';
 import { openPg } from './pg.ts';
 import { openPglite } from './pglite.ts';
+import { preloadPgliteAssets } from './pglite-assets.ts';
 import { schemaKey } from './pglite-template.ts';
 
 export interface OpenDbOptions {
@@ -41,6 +42,8 @@ export async function openDb(options: OpenDbOptions, logger: Logger): Promise<Db
  * migration, see pglite-template.ts) instead of applying the migrations one by one. `run` defaults to migrate().
  */
 export async function openMigratedPglite(dataDir: string, run: (db: Db) => Promise<unknown> = (db) => migrate(db)): Promise<Db> {
+  // Before hashing the migrations: PGlite's files are read and compiled meanwhile (pglite-assets.ts).
+  preloadPgliteAssets();
   const key = await schemaKey(await listMigrations());
   return openPglite(dataDir, { schema: { key, migrate: run } });
 }

@@ -11,6 +11,7 @@ import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgliteParsers } from './types.ts';
 import path from 'node:path';
+import { preloadPgliteAssets, takePgliteAssets } from './pglite-assets.ts';
 import { copySchemaDir, installSchemaDir, isFreshDataDir, loadTemplate, saveTemplate, schemaDirTemplate } from './pglite-template.ts';
 
 export const MEMORY = 'memory://';
@@ -98,6 +99,8 @@ export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Pro
     await pglite.waitReady;
     return new PgliteDb(pglite, opts.retry);
   }
+  // Read and compiled on other threads while the data dir is prepared (pglite-assets.ts).
+  preloadPgliteAssets();
   await mkdir(dataDir, { recursive: true });
   const useTemplate = opts.templateDir !== false && isFreshDataDir(dataDir);
   const dir = opts.templateDir === false ? undefined : opts.templateDir;
@@ -105,7 +108,7 @@ export async function openPglite(dataDir: string, opts: PgliteOptions = {}): Pro
   const copied = useTemplate && opts.schema ? await copySchemaDir(dir, opts.schema.key, dataDir) : false;
   const schemaTemplate = useTemplate && opts.schema && !copied ? await loadTemplate(dir, opts.schema.key) : undefined;
   const template = copied ? undefined : (schemaTemplate ?? (useTemplate ? await loadTemplate(dir) : undefined));
-  const pglite = new PGlite(dataDir, { parsers: pgliteParsers, ...(template ? { loadDataDir: template } : {}) });
+  const pglite = new PGlite(dataDir, { parsers: pgliteParsers, ...(await takePgliteAssets()), ...(template ? { loadDataDir: template } : {}) });
   await pglite.waitReady;
   // The templates are only a speed-up: failing to write one (read-only install, full disk) is not an error.
   if (useTemplate && !template && !copied) await saveTemplate(pglite, dir).catch(() => undefined);
