@@ -47,6 +47,7 @@ import type { RateLimitsConfig } from '../../config/types.ts';
 import { installHttpTracing } from '../../observability/http.ts';
 import { orchMetrics } from '../../observability/metrics.ts';
 import type { AdmissionLoad } from '../../agents/execution/admission.ts';
+import type { LazyValidators } from './lazy-validators.ts';
 
 export interface HttpDeps {
   logger: Logger;
@@ -91,6 +92,11 @@ export interface HttpDeps {
   redisUrl?: string;
   /** The execution start queue: its load is reported (and a full queue is "saturated") by /health/ready. */
   admission?: { load(): AdmissionLoad };
+  /**
+   * Route validators compiled on first use or when the node warms them after its start (lazy-validators.ts); absent,
+   * fastify compiles them all while the app is built.
+   */
+  validators?: LazyValidators;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -125,6 +131,7 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     // Route schemas (request-schemas.ts) check types; they never convert them (a JSON 5 is not the string "5", and
     // query numbers are read by intParam as digits only) nor drop unknown fields (handlers ignore them as before).
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    ...(deps.validators ? { schemaController: { compilersFactory: deps.validators.compilersFactory } } : {}),
   });
   // First: the OpenAPI generator sees every route registered after it (openapi.ts).
   await registerOpenApi(app);
