@@ -74,6 +74,9 @@ import { CortexSearchIndex } from '../cortex/search.ts';
 import { startLivenessThread } from '../gateway/liveness/thread.ts';
 import { DEFAULT_LIVE_STALL_SECONDS } from '../gateway/liveness/defaults.ts';
 
+/** When a starting node takes its first per-minute stats sample (src/stats/sampler.ts). */
+const FIRST_STATS_SAMPLE_AFTER_MS = 3_000;
+
 export interface NodeAddresses {
   http: string;
   grpc: string;
@@ -220,7 +223,8 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
     // The dashboard's history charts (src/stats): per-minute node and queue samples on every node with the cluster's
     // database (a worker's rows are its controller's), and cost priced by spec.pricing.
     if (config.node.role !== 'worker') {
-      const sampler = startStatsSampler(db, log);
+      // The first sample once the node is up, not during its start (sampler.ts); it then includes this node's row.
+      const sampler = startStatsSampler(db, log, 60_000, FIRST_STATS_SAMPLE_AFTER_MS);
       cleanups.push(() => sampler.stop());
     }
     const stats = new StatsService(db, new PriceTable(config.pricing, (alias) => llm.resolve(alias)?.model));
