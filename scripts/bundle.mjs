@@ -80,34 +80,42 @@ export async function bundleDist(root) {
   };
   // Chunk names carry a hash of their content: the last build's would stay beside this one's.
   await rm(outdir, { recursive: true, force: true });
-  const result = await esbuild.build({
-    entryPoints: Object.fromEntries(BUNDLED_ENTRIES.map((e) => [e, path.join(dist, `${e}.js`)])),
-    outdir,
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    chunkNames: 'chunks/[name]-[hash]',
-    external: EXTERNAL,
-    plugins: [ownPaths],
-    metafile: true,
-    absWorkingDir: root,
-    // Maps back to src/*.ts through tsc's maps (`node --enable-source-maps` for stack traces in the sources).
-    sourcemap: 'linked',
-    logLevel: 'error',
-    // CommonJS packages inside an ES module need `require` (esbuild's shim calls it); ownUrl's helpers.
-    banner: {
-      js: [
-        "import { createRequire as __orchCreateRequire } from 'node:module';",
-        "import { fileURLToPath as __orchFileURLToPath } from 'node:url';",
-        "import { dirname as __orchDirname } from 'node:path';",
-        'const require = __orchCreateRequire(import.meta.url);',
-        // Every chunk is one level under dist/bundle/ (cli/main.js, chunks/…).
-        "const __orchDist = new URL('../../', import.meta.url);",
-      ].join(' '),
-    },
-  });
+  let result;
+  try {
+    result = await esbuild.build({
+      entryPoints: Object.fromEntries(BUNDLED_ENTRIES.map((e) => [e, path.join(dist, `${e}.js`)])),
+      outdir,
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      chunkNames: 'chunks/[name]-[hash]',
+      external: EXTERNAL,
+      plugins: [ownPaths],
+      metafile: true,
+      absWorkingDir: root,
+      // Maps back to src/*.ts through tsc's maps (`node --enable-source-maps` for stack traces in the sources).
+      sourcemap: 'linked',
+      logLevel: 'error',
+      // CommonJS packages inside an ES module need `require` (esbuild's shim calls it); ownUrl's helpers.
+      banner: {
+        js: [
+          "import { createRequire as __orchCreateRequire } from 'node:module';",
+          "import { fileURLToPath as __orchFileURLToPath } from 'node:url';",
+          "import { dirname as __orchDirname } from 'node:path';",
+          'const require = __orchCreateRequire(import.meta.url);',
+          // Every chunk is one level under dist/bundle/ (cli/main.js, chunks/…).
+          "const __orchDist = new URL('../../', import.meta.url);",
+        ].join(' '),
+      },
+    });
+  } catch (err) {
+    // esbuild without its platform binary (`npm ci --omit=optional`, as the image's build stage) fails here.
+    await rm(outdir, { recursive: true, force: true });
+    process.stderr.write(`orch: could not bundle dist/ (${err.message}); dist/ runs unbundled\n`);
+    return false;
+  }
   // Which files each output holds (paths relative to the root): a module trace of a run that loaded chunks is read
   // back as the files it ran (test/packaging/compiled-build.test.ts, test/support/bundle-contents.ts).
   const contents = Object.fromEntries(
