@@ -5,7 +5,6 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db } from './db.ts';
 import { migrate } from './migrate.ts';
 import { listMigrations } from './migration-files.ts';
-import { openPg } from './pg.ts';
 import { openPglite } from './pglite.ts';
 import { preloadPgliteAssets } from './pglite-assets.ts';
 import { schemaKey } from './pglite-template.ts';
@@ -26,6 +25,8 @@ export async function openDb(options: OpenDbOptions, logger: Logger): Promise<Db
     log.info({ database: db.kind, migrationsApplied: applied }, 'database ready');
     return db;
   }
+  // Loaded only for a database URL: a PGlite node does not load pg (start-up).
+  const { openPg } = await import('./pg.ts');
   const db = await openPg(options.url, { logger: log, ...(options.poolSize ? { poolSize: options.poolSize } : {}) });
   try {
     const applied = await migrate(db, log);

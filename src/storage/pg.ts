@@ -8,7 +8,7 @@ import { PlanGenerations, type PlanGenerationOptions } from './plan-generations.
 import type { Db, QueryOptions, QueryResult, Queryable, Row, TxOptions } from './db.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { retryingStatements } from './statement-retry.ts';
-import { pgTypes } from './types.ts';
+import { pgTypes } from './pg-types.ts';
 import { inDbSpan } from '../observability/db.ts';
 import { asOutage } from '../errors/outage.ts';
 
