@@ -17,6 +17,7 @@ const lanes = [
     { name: 'typecheck bench/k6', argv: [node, bin('typescript/bin/tsc'), '--noEmit', '-p', 'bench/k6/tsconfig.json'] },
     { name: 'build:dist --no-check', argv: [node, 'scripts/build.mjs', '--no-check'] },
     { name: 'check:gen', argv: [node, 'scripts/gen-proto.mjs', '--check'] },
+    { name: 'check:gen validators', argv: [node, 'scripts/gen-validators.mjs', '--check'] },
     { name: 'check:ui', argv: [node, 'scripts/check-ui.mjs'] },
     { name: 'import cycles', argv: [node, bin('tsx/dist/cli.mjs'), 'scripts/check-import-cycles.ts'] },
   ],

@@ -1,21 +1,22 @@
 // Schema validation with one-line messages that name the dotted key. Values that came from `env:NAME` are
 // strings; where the schema wants a number or boolean they are converted (so `port: env:PORT` works) — only
 // those values, so a quoted `port: "8080"` written in the file is still a type error.
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from './errors.ts';
 import type { EnvRefs } from './env-refs.ts';
 import { childPointer, keyOf, setAt } from './paths.ts';
-import { nodeConfigSchema, type NodeConfigFile } from './schema.ts';
+import type { NodeConfigFile } from './schema.ts';
+import { compileConfigValidator, configSchemaHash } from './validator-source.ts';
+import { SCHEMA_HASH, validate as generated } from './validator.gen.js';
 
 let compiled: ValidateFunction | undefined;
 
+/**
+ * The validator generated at build time (scripts/gen-validators.mjs: no ajv compile at start, issue 15 item 4) when it
+ * was made from this schema, else compiled here as before; check:gen fails on a stale file.
+ */
 function validator(): ValidateFunction {
-  if (!compiled) {
-    // allErrors off: the first problem is reported, which is all a one-line message can carry.
-    const ajv = new Ajv({ allErrors: false, strict: true, verbose: true });
-    ajv.addKeyword('x-expect');
-    compiled = ajv.compile(nodeConfigSchema);
-  }
+  compiled ??= SCHEMA_HASH === configSchemaHash() ? generated : compileConfigValidator();
   return compiled;
 }
 
