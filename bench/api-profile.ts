@@ -17,14 +17,14 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
 }
 
 /** Self time per function and per file (ms) from a .cpuprofile. */
-function summarize(p: CpuProfile): { total: number; byFunction: [string, number][]; byFile: [string, number][] } {
+export function summarize(p: CpuProfile): { total: number; byFunction: [string, number][]; byFile: [string, number][] } {
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
   p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0) / 1000));

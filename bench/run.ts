@@ -18,6 +18,7 @@ import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWorkflowRaceApi } from './workflow-race-api.ts';
 import { benchApiProfile } from './api-profile.ts';
+import { benchRaceBreakdown } from './race-breakdown.ts';
 import { benchWebhooks } from './webhooks.ts';
 import { benchSoak } from './soak.ts';
 import { benchPlanCost } from './plan-cost.ts';
@@ -226,6 +227,14 @@ if (what === 'api-profile') {
   // Issue 16: the node's CPU profile, PostgreSQL CPU and statements per workflow of the API race (private PostgreSQL).
   const flag = (name: string): string | undefined => process.argv.find((a, i) => process.argv[i - 1] === `--${name}`);
   await benchApiProfile({ path: flag('path') === 'grpc' ? 'grpc' : 'http', workflows: arg('workflows', 2000), concurrency: Number(flag('concurrency') ?? 64) }, (l) => process.stdout.write(`${l}\n`));
+}
+if (what === 'race-breakdown') {
+  // Issue 16: where one workflow's wall time and CPU go at low concurrency (statements, gaps, threads, WAL syncs).
+  const flag = (name: string): string | undefined => process.argv.find((a, i) => process.argv[i - 1] === `--${name}`);
+  await benchRaceBreakdown(
+    { path: flag('path') === 'grpc' ? 'grpc' : 'http', workflows: arg('workflows', 300), concurrency: Number(flag('concurrency') ?? 1), profile: process.argv.includes('--profile') },
+    (l) => process.stdout.write(`${l}\n`),
+  );
 }
 if (what === 'routing' || what === 'all') {
   // Issue 7: RouteExecution decisions/s with 10 and 1,000 registered workers (--seconds per measurement).
