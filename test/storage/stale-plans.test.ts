@@ -77,9 +77,9 @@ test('a statement prepared while its table was small is not run with that plan o
        blackboard, context, visits, ancestry, completed_at)
      SELECT md5('r' || g)::UUID, 't', 'w', 'w', '1', '{}', '{}', 'completed', 's9', '{}', '{}', '{}', '[]', now() FROM generate_series(1, 100000) g`,
   );
-  const arr = (v: string): string => `'{${v}}'`;
-  const args = [arr(id), arr('node-a'), arr('1'), arr('running'), arr('s1'), arr('"{}"'), arr('"{}"'), arr('"{}"'), arr('13'), arr('NULL'), arr('NULL'), arr('NULL'), arr('NULL'), arr('13'), arr('t'),
-    arr(id), arr('13'), arr('WorkflowStateEntered'), arr('entered:13'), arr('s1'), arr('13'), arr('"{}"')];
+  const rows = [{ id, owner: 'node-a', epoch: 1, status: 'running', current_state: 's1', blackboard: {}, context: {}, visits: {}, total_transitions: 13, last_seq: 13, transition: true }];
+  const events = [{ execution_id: id, seq: 13, type: 'WorkflowStateEntered', event_key: 'entered:13', state_name: 's1', iteration_number: 13, payload: {} }];
+  const args = [`'{${id}}'`, `'${JSON.stringify(rows)}'`, `'${JSON.stringify(events)}'`];
   const plan = async (): Promise<string[]> => {
     const res = await db.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(`EXPLAIN (FORMAT JSON) EXECUTE orch_workflow_steps(${args.join(', ')})`, [], lane);
     return scans(res.rows[0]!['QUERY PLAN'][0]!.Plan);

@@ -9,6 +9,8 @@ export interface PgWire {
   url: string;
   /** How many times `word` (e.g. 'BEGIN') occurs in what clients sent since the last reset. */
   count(word: string): number;
+  /** Bytes clients sent since the last reset. */
+  bytes(): number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -30,6 +32,7 @@ export async function pgWire(url: string): Promise<PgWire> {
       for (let at = all.indexOf(word); at >= 0; at = all.indexOf(word, at + word.length)) n++;
       return n;
     },
+    bytes: () => sent.reduce((n, c) => n + c.length, 0),
     reset: () => {
       sent = [];
     },

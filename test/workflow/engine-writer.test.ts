@@ -9,6 +9,10 @@ import { claimRow, type RowFence } from '../../src/storage/row-lease.ts';
 import { insertWorkflowExecution, getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter, type RunSnapshot } from '../../src/workflow/engine/writer.ts';
 import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
+import { createTestDatabase } from '../support/pg.ts';
+import { pgWire } from '../support/pg-wire.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openPg } from '../../src/storage/pg.ts';
 
 /** Runs `ids` of the workflow `w` of `yaml` for tenant `t`, started and claimed by node-a. */
 /** The k-th step of run `id` (node-a holds it, epoch 0): entered state a for the k-th time. */
@@ -148,4 +152,61 @@ test('runs that start a few at a time merge into one cohort instead of committin
   t.true(writer.stats.transactions <= STEPS + 2, `${writer.stats.transactions} commits for ${STEPS} rounds of ${COHORTS} cohorts`);
   const rows = await db.query<{ n: number }>(`SELECT count(*)::INT4 AS n FROM workflow_events WHERE execution_id = ANY($1::UUID[])`, [ids]);
   t.is(rows.rows[0]?.n, COHORTS * PER * (STEPS + 1));
+});
+
+test('a step sends its blackboard once encoded, and every value reads back as written', async (t) => {
+  // Each JSON value used to travel inside an array literal: stringified, then escaped by pg (every quote and
+  // backslash doubled) and parsed twice by the server. The step's bytes on the wire grew by more than the JSON.
+  const database = await createTestDatabase();
+  const wire = await pgWire(database.url);
+  t.teardown(async () => {
+    await wire.close();
+    await database.drop();
+  });
+  const db = await openPg(wire.url, { logger: silentLogger(), plans: false });
+  t.teardown(() => db.close());
+  await migrate(db, silentLogger());
+  const ids = [randomUUID(), randomUUID()];
+  await insertRuns(db, ids, ONE_STATE_WORKFLOW);
+  const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 1 });
+  const odd = 'quote " backslash \\ tab \t unicode é ✓ {braces} [1,2] NULL';
+  const big: Record<string, unknown> = {};
+  for (let i = 0; i < 400; i++) big[`key_${i}`] = { text: `value "${i}"`, list: [i, `x${i}`] };
+  const step = (id: string, k: number, blackboard: Record<string, unknown>) => {
+    const s = kthStep(id, k);
+    return { ...s, snapshot: { ...s.snapshot, blackboard, feedback: odd, error: odd, final_output: { odd, n: null } }, events: [{ ...s.events[0]!, payload: { odd } }] };
+  };
+  // Warm: the statement is prepared (its text sent) on the first call; measure the next ones.
+  await writer.write(step(ids[0]!, 1, {}));
+  await writer.write(step(ids[1]!, 1, {}));
+  wire.reset();
+  await writer.write(step(ids[0]!, 2, {}));
+  const small = wire.bytes();
+  wire.reset();
+  await writer.write(step(ids[1]!, 2, big));
+  const grown = wire.bytes() - small;
+  const json = Buffer.byteLength(JSON.stringify(big));
+  t.true(grown <= json * 1.02 + 64, `a ${json}-byte blackboard made the step ${grown} bytes larger`);
+  const rows = await db.query<{ id: string; blackboard: unknown; feedback: string; error: string; final_output: unknown }>(
+    'SELECT id, blackboard, feedback, error, final_output FROM workflow_executions WHERE id = ANY($1::UUID[])',
+    [ids],
+  );
+  const row = (id: string) => rows.rows.find((r) => r.id === id)!;
+  t.deepEqual(row(ids[1]!).blackboard, big);
+  t.deepEqual(row(ids[0]!).blackboard, {});
+  t.is(row(ids[0]!).feedback, odd);
+  t.is(row(ids[0]!).error, odd);
+  t.deepEqual(row(ids[0]!).final_output, { odd, n: null });
+  const ev = await db.query<{ payload: unknown }>('SELECT payload FROM workflow_events WHERE execution_id = $1 AND seq = 3', [ids[0]]);
+  t.deepEqual(ev.rows[0]?.payload, { odd });
+});
+
+test('a step without a final output writes SQL NULL, not a JSON null', async (t) => {
+  const db = await migratedPg(t);
+  const id = randomUUID();
+  await insertRuns(db, [id], ONE_STATE_WORKFLOW);
+  const writer = new StepWriter(db, undefined, silentLogger());
+  await writer.write(kthStep(id, 1));
+  const r = await db.query<{ none: boolean }>('SELECT final_output IS NULL AS none FROM workflow_executions WHERE id = $1', [id]);
+  t.true(r.rows[0]?.none);
 });
