@@ -148,9 +148,10 @@ export async function benchRaceBreakdown(o: { path: ApiPath; workflows: number; 
       );
       out(`statements (pg_stat_statements): ${(st.rows.reduce((a, r) => a + Number(r.calls), 0) / w).toFixed(2)} per workflow, ${(st.rows.reduce((a, r) => a + r.total, 0) / w).toFixed(2)} ms per workflow`);
       for (const r of st.rows.slice(0, 4)) out(`  ${(Number(r.calls) / w).toFixed(2)} calls, ${(r.total / w).toFixed(3)} ms executing, ${(Number(r.plans) / w).toFixed(2)} plans, ${(r.plan / w).toFixed(3)} ms planning: ${r.query.slice(0, 90)}`);
+      // Meaningful at c = 1 only: with several requests in flight the statements of one request cannot be told apart.
       const timing = JSON.parse(await readFile(timingFile, 'utf8')) as Timing;
       const sp = splitRequests(timing);
-      if (sp.n > 0) {
+      if (sp.n > 0 && o.concurrency === 1) {
         const m = (x: number): string => (x / sp.n).toFixed(2);
         out(`HTTP requests seen by the node: ${sp.n}; per request ${m(sp.wall)} ms in the node: ${m(sp.before)} before the first statement, ` +
           `${m(sp.inStatements)} inside ${(sp.statements / sp.n).toFixed(2)} statements (call → answer), ${m(sp.between)} between them, ${m(sp.after)} after the last`);
