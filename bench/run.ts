@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|seal|http|db|workflow-race|workflow-race-api|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|seal|http|db|workflow-race|workflow-race-api|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
