@@ -64,10 +64,11 @@ const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboa
 // blackboard of every step) was stringified, then escaped character by character into an array literal by pg
 // (escapeElement), and PostgreSQL parsed each array literal before parsing the JSON inside it; now the node stringifies
 // each batch once and the server parses each document once (issue 16: per-step CPU on both sides sits on the critical
-// path of a lone run). jsonb_to_recordset costs the server less than one -> / ->> per column (measured: +7 % against
-// +20-25 % execution time for the statement; the bind it saves is larger). CockroachDB has it since 23.1, but reads a
-// JSON string field into a JSONB column as an error (cockroach#117675): every JSONB column here holds an object (a
-// blackboard, context, visits, an output_template's output, an event payload) or is left out (SQL NULL).
+// path of a lone run). jsonb_to_recordset costs the server less than one -> / ->> per column (measured at c = 1:
+// +7-10 % against +20-25 % execution time for the statement; the bind it saves is larger). CockroachDB has it since
+// 23.1, but reads a JSON string field into a JSONB column as an error (cockroach#117675): every JSONB column here
+// holds an object (a blackboard, context, visits, an output_template's output, an event payload) or is left out (SQL
+// NULL).
 // The ids also go as a UUID[] of their own ($1), for the index-driven lookup below.
 const V_ROWS = `SELECT * FROM jsonb_to_recordset($2::JSONB) AS v(id UUID, owner TEXT, epoch INT4, status TEXT, current_state TEXT,
        blackboard JSONB, context JSONB, visits JSONB, total_transitions INT4, feedback TEXT, human_feedback TEXT, final_output JSONB,
