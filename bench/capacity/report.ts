@@ -168,7 +168,7 @@ export function densitySection(d: DensityRun): string[] {
   const L: string[] = [];
   L.push(`## Agents at density: ${x.count} executions started at once`);
   L.push('');
-  L.push(`Measured ${d.at}, load average ${d.loadBefore.map((v) => v.toFixed(1)).join(' / ')} before and ${x.loadavg.split(' ').slice(0, 3).join(' / ')} after (bench/density.ts, on a node of its own: \`orch up\` from dist/ on PostgreSQL, no Redis). Each execution does what a real agent does at minimum: two model turns from a scripted OpenAI-compatible server answering after ${x.modelDelayMs} ms (a \`cmd.run echo\` tool call, then the final answer) and one command in the default bubblewrap sandbox; all ${x.count} are POSTed to /v1/executions at once. Node CPU is the node process's own (/proc), net of nothing; the sandboxes' CPU is its reaped children's.`);
+  L.push(`Measured ${d.at}, load average ${d.loadBefore.map((v) => v.toFixed(1)).join(' / ')} before and ${x.loadavg.split(' ').slice(0, 3).join(' / ')} after (bench/density.ts, on a node of its own: \`orch up\` from dist/ on PostgreSQL, no Redis). Each execution does what a real agent does at minimum: two model turns from a scripted OpenAI-compatible server answering after ${x.modelDelayMs} ms (a \`cmd.run echo\` tool call, then the final answer) and one command in the default bubblewrap sandbox; all ${x.count} are POSTed to /v1/executions at once. Node CPU is the node process's own (/proc), net of nothing; the sandboxes' CPU is what the node's sandbox spawner (a process beside it that forks them) and the node reaped, and the spawner's own CPU is listed apart.`);
   L.push('');
   L.push('| figure | measured | issue 24 target |');
   L.push('|---|---|---|');
@@ -183,7 +183,11 @@ export function densitySection(d: DensityRun): string[] {
   L.push(`| the same probe on the main HTTP port, p50 / p99 / max | ${x.mainPortLiveMs.p50} / ${x.mainPortLiveMs.p99} / ${x.mainPortLiveMs.max} ms | (the health port is the probe) |`);
   L.push(`| node RSS before / peak | ${x.nodeRssMiB.before} / ${x.nodeRssMiB.peak} MiB | |`);
   L.push(`| sandboxes alive at the peak; processes per sandbox | ${x.sandboxes.peakLive}; ${x.sandboxes.processesPerSandbox} | |`);
-  L.push(`| per live sandbox PSS / RSS / USS | ${x.sandboxes.pssMiBPerSandbox} / ${x.sandboxes.rssMiBPerSandbox} / ${x.sandboxes.ussMiBPerSandbox} MiB | ≤ ${DENSITY_TARGETS.sandboxMiB} MiB ${mark(x.sandboxes.peakLive > 0 && x.sandboxes.pssMiBPerSandbox <= DENSITY_TARGETS.sandboxMiB)} |`);
+  L.push(
+    x.sandboxes.peakLive > 0
+      ? `| per live sandbox PSS / RSS / USS | ${x.sandboxes.pssMiBPerSandbox} / ${x.sandboxes.rssMiBPerSandbox} / ${x.sandboxes.ussMiBPerSandbox} MiB | ≤ ${DENSITY_TARGETS.sandboxMiB} MiB ${mark(x.sandboxes.pssMiBPerSandbox <= DENSITY_TARGETS.sandboxMiB)} |`
+      : `| per live sandbox memory | not seen: no sandbox was alive at any 500 ms sample (a sandbox lives only while its command runs, a few ms) | ≤ ${DENSITY_TARGETS.sandboxMiB} MiB: not measured in this run |`,
+  );
   L.push('');
   L.push(`Read with the executions surface above: the ladder offers executions one at a time at a rate; this is the burst a fleet sends at once, and what bounds it is the sandboxes in flight and the node's CPU per execution (${x.nodeCpuMsPerExecution} ms here: about ${Math.round((MODEL_NODE_CORES * PLANNED_UTILISATION * 1000) / Math.max(1, x.nodeCpuMsPerExecution + (x.spawnerCpuMsPerExecution ?? 0) + x.sandboxCpuMsPerExecution))} executions/s per ${MODEL_NODE_CORES}-core worker at ${PLANNED_UTILISATION * 100} %, spawner and sandboxes included).`);
   return L;
