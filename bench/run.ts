@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|seal|http|db|workflow-race|workflow-race-api|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|llm-client|seal|http|db|workflow-race|workflow-race-api|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -39,6 +39,7 @@ import { benchWorkerResume } from './worker-resume.ts';
 import { createToolCatalog } from '../src/tools/catalog.ts';
 import { loadNodeConfig } from '../src/config/load.ts';
 import { median } from './stats.ts';
+import { benchLlmClient } from './llm-client.ts';
 import { benchStartupPaths, type Sample } from './startup.ts';
 
 function arg(name: string, fallback: number): number {
@@ -199,6 +200,7 @@ process.stdout.write(`orch bench ${what}: ${SECONDS}s per run, ${RUNS} runs, nod
 if (what === 'startup' || what === 'all') await benchStartup();
 if (what === 'toolcalls' || what === 'all') await benchToolCalls();
 if (what === 'executions' || what === 'all') await benchAgentExecutions();
+if (what === 'llm-client') await benchLlmClient(arg('calls', 2000), (l) => process.stdout.write(`${l}\n`));
 if (what === 'density') {
   // Issue 24: N executions at once through the API (--count, --delay-ms model delay), node from dist/ on PostgreSQL.
   const i = process.argv.indexOf('--cpu-prof');
