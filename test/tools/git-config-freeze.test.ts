@@ -7,7 +7,7 @@ import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { appendFile, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { runGit } from '../../src/git/run.ts';
@@ -46,10 +46,13 @@ for (const sub of [['add', '--all'], ['status', '--porcelain']]) {
     t.regex(await readFile(path.join(repo, '.git', 'config'), 'utf8'), /filter "evil"/);
     t.false(existsSync(hostMark), 'the filter ran on the host');
     t.false(existsSync(repoMark), 'the filter ran');
-    // The attack is real: the same command by plain git, after the rewrite, runs the filter. The file changes size
-    // first: the sandboxed `add` staged it, and git trusts a stat that matches the index (no clean, no filter) once
-    // the index is written a second or more after the file, which a loaded machine makes likely.
-    await writeFile(path.join(repo, 'a.txt'), 'three, longer\n');
+    // The attack is real: the same command by plain git, after the rewrite, runs the filter. Git runs a clean filter
+    // only when it must read the file's content: when the size matches the index entry but the stat does not. A file
+    // of another size is "modified" from its stat alone (status then runs no filter: this check failed 1 in 3 runs),
+    // and a stat matching the index is trusted. So: the same size as the indexed 'one\n'/'two\n', another mtime.
+    await writeFile(path.join(repo, 'a.txt'), 'six\n');
+    const later = new Date(Date.now() + 5_000);
+    await utimes(path.join(repo, 'a.txt'), later, later);
     execFileSync('git', sub, { cwd: repo, env: ENV, stdio: 'pipe' });
     t.true(existsSync(repoMark));
   });
