@@ -17,7 +17,7 @@ import path from 'node:path';
 import { startOrchNode } from '../test/support/node-process.ts';
 import { startScriptedLlm, textReply, toolCall, type ChatRequest } from '../test/support/scripted-llm.ts';
 import { createTestDatabase } from '../test/support/pg.ts';
-import { childCpuSeconds, cpuSeconds, liveChildrenCpuSeconds } from './proc-cpu.ts';
+import { childCpuSeconds, cpuSeconds, liveChildrenCpuSeconds, statFields } from './proc-cpu.ts';
 import { percentile } from './stats.ts';
 import { startPrivatePg, type PrivatePg } from './private-pg.ts';
 import pg from 'pg';
@@ -115,7 +115,7 @@ async function processTable(): Promise<Proc[]> {
     if (!/^\d+$/.test(name)) continue;
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
     if (!stat) continue;
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = statFields(stat);
     // A zombie (a sandbox that has exited, not yet reaped) holds no memory and is no live sandbox.
     if (f[0] === 'Z') continue;
     out.push({ pid: Number(name), ppid: Number(f[1]), pgrp: Number(f[2]) });

@@ -1,13 +1,20 @@
 // CPU time of another process (a node under load, a bench peer) from /proc/<pid>/stat, for CPU-per-operation figures.
 import { readdir, readFile } from 'node:fs/promises';
 
-const CLK_TCK = 100;
+export const CLK_TCK = 100;
+
+/**
+ * The fields of a /proc/<pid>/stat line after the command name, which may hold spaces and parentheses: [0] state,
+ * [1] ppid, [2] pgrp, [11] utime, [12] stime, [13] cutime, [14] cstime (clock ticks).
+ */
+export function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
 
 /** User and system CPU seconds of a process so far. */
 export async function cpuTimes(pid: number): Promise<{ user: number; system: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start after the last ')'.
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = statFields(stat);
   return { user: Number(f[11]) / CLK_TCK, system: Number(f[12]) / CLK_TCK };
 }
 
@@ -23,7 +30,7 @@ type Querier = { query: <R extends object>(sql: string) => Promise<{ rows: R[] }
 export async function procCpuMs(pid: number): Promise<number | undefined> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (stat === undefined) return undefined;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(stat);
   return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
 }
 
@@ -87,7 +94,7 @@ export class BackendCpu {
 /** CPU seconds of a process's reaped children (cutime + cstime): for a node, the sandboxes it started and waited for. */
 export async function childCpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const f = statFields(stat);
   return (Number(f[13]) + Number(f[14])) / CLK_TCK;
 }
 
@@ -103,7 +110,7 @@ export async function liveChildrenCpuSeconds(pid: number): Promise<{ own: number
     if (!/^\d+$/.test(name)) continue;
     const stat = await readFile(`/proc/${name}/stat`, 'utf8').catch(() => '');
     if (!stat) continue;
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = statFields(stat);
     if (Number(f[1]) !== pid) continue;
     own += (Number(f[11]) + Number(f[12])) / CLK_TCK;
     reaped += (Number(f[13]) + Number(f[14])) / CLK_TCK;

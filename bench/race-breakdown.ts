@@ -15,11 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startPrivatePg } from './private-pg.ts';
+import { CLK_TCK, statFields } from './proc-cpu.ts';
 import { drive } from './workflow-race.ts';
 import { startOrchApi, type ApiPath } from './workflow-race-api.ts';
 import { summarize as summarizeProfile, type CpuProfile } from './api-profile.ts';
-
-const CLK_TCK = 100;
 
 /** ms of user and system CPU per thread name of a process (/proc/<pid>/task/<tid>/stat). */
 async function threadCpu(pid: number): Promise<Map<string, { user: number; sys: number }>> {
@@ -28,7 +27,7 @@ async function threadCpu(pid: number): Promise<Map<string, { user: number; sys: 
     const stat = await readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
     if (!stat) continue;
     const name = `${stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))}/${tid === String(pid) ? "main" : tid}`;
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = statFields(stat);
     const cur = out.get(name) ?? { user: 0, sys: 0 };
     cur.user += (Number(f[11]) * 1000) / CLK_TCK;
     cur.sys += (Number(f[12]) * 1000) / CLK_TCK;
@@ -44,7 +43,7 @@ async function serverCpu(postmaster: number): Promise<Map<string, number>> {
     if (!/^[0-9]+$/.test(p)) continue;
     const stat = await readFile(`/proc/${p}/stat`, 'utf8').catch(() => '');
     if (!stat) continue;
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = statFields(stat);
     if (Number(f[1]) !== postmaster && Number(p) !== postmaster) continue;
     const title = (await readFile(`/proc/${p}/cmdline`, 'utf8').catch(() => '')).replace(/\0/g, ' ').trim();
     // "postgres: walwriter", "postgres: postgres race 127.0.0.1(5555) idle" (a backend), the postmaster itself.

@@ -2,7 +2,6 @@
 // item 4: fastify compiling ~120 validators at `ready` was ~0.4 s of a node's start). Validation itself must not
 // change: the same 400 for a bad body before and after warm(), and every route schema compiles.
 import test from 'ava';
-import { Ajv } from 'ajv';
 import { buildHttpApp } from '../../src/gateway/http/app.ts';
 import { lazyValidators } from '../../src/gateway/http/lazy-validators.ts';
 import { createJwtAuthenticator } from '../../src/auth/jwt-authenticator.ts';
@@ -10,29 +9,14 @@ import { ClusterService } from '../../src/cluster/service.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { makeTestIdp } from '../support/jwks.ts';
-
-/** Counts ajv compilations (the base class of every Ajv) while `fn` runs. */
-async function compilations<T>(fn: () => Promise<T>): Promise<{ value: T; count: number }> {
-  const core = Object.getPrototypeOf(Ajv.prototype) as { compile: (...a: unknown[]) => unknown };
-  const compile = core.compile;
-  let count = 0;
-  core.compile = function (this: unknown, ...args: unknown[]) {
-    count++;
-    return compile.apply(this, args);
-  };
-  try {
-    return { value: await fn(), count };
-  } finally {
-    core.compile = compile;
-  }
-}
+import { ajvCompilations } from '../support/ajv-compilations.ts';
 
 test('building the HTTP app compiles no route validator; a bad body is refused the same before and after warm()', async (t) => {
   const idp = await makeTestIdp();
   // No query reaches the database here: a drain with a bad body is refused by its validator.
   const db = { kind: 'pglite' } as unknown as Db;
   const validators = lazyValidators();
-  const { value: app, count } = await compilations(() =>
+  const { value: app, stacks } = await ajvCompilations(() =>
     buildHttpApp({
       logger: silentLogger(),
       db,
@@ -43,7 +27,7 @@ test('building the HTTP app compiles no route validator; a bad body is refused t
     }),
   );
   t.teardown(() => app.close());
-  t.is(count, 0, 'validators compiled while the app was built');
+  t.is(stacks.length, 0, 'validators compiled while the app was built');
   const before = validators.pending();
   t.true(before > 0, 'no validator waits to be compiled');
 
