@@ -200,6 +200,8 @@ spec:
   const node = await startOrchNode(env);
   const pid = node.child.pid!;
   const watcher = new pg.Client({ connectionString: db.url });
+  // A dropped connection fails the watcher's next query (the run then fails, saying so), never the bench process.
+  watcher.on('error', (err) => log(`density: the watcher's database connection failed: ${err.message}`));
   await watcher.connect();
   const base = node.banner.http;
   const auth = { authorization: `Bearer ${node.banner.dev_token ?? ''}`, 'content-type': 'application/json' };
