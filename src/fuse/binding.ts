@@ -77,8 +77,13 @@ export type FuseClass = new (mnt: string, ops: FuseOperations, opts?: FuseOption
  * GetAttr calls answered NOT_FOUND out of 670 FSAL calls. A name made through the mount replaces the kernel's
  * negative entry at once; one made by another path (a tool through the VolumeService) shows within 1 s, as a change
  * to an existing file's attributes does.
+ * auto_cache: the kernel keeps a file's pages between opens while the file is unchanged, so reading a file again
+ * (git reading its objects, a build reading its sources, `cat` twice) comes from the page cache as on a disk. With
+ * ac_attr_timeout=0 every open asks the FSAL for the file's attributes (one GetAttr instead of the file's data) and
+ * drops the pages when its size or mtime moved: a change made by another path (an FSAL client, a tool through the
+ * VolumeService) shows at the next open, close-to-open as before and as NFS gives.
  */
-const EXTRA_OPTIONS = ['big_writes', 'max_write=131072', 'negative_timeout=1'];
+const EXTRA_OPTIONS = ['big_writes', 'max_write=131072', 'negative_timeout=1', 'auto_cache', 'ac_attr_timeout=0'];
 
 let loaded: FuseClass | undefined;
 let loadError: Error | undefined;
