@@ -6,8 +6,9 @@
 // connection, so a 1 MiB request (an FSAL Write) waits for 16 WINDOW_UPDATE round trips; on a loaded machine that was
 // most of a Write's time (docs/BENCHMARKS.md "FSAL and FUSE mounts", the profile). The server announces a larger
 // window instead. grpc-js has a client option for it (`grpc-node.flow_control_window`, FLOW_CONTROL_WINDOW below) but
-// no server option, so newGrpcServer sets the HTTP/2 server's settings and each session's connection window itself,
-// and turns Nagle's algorithm off on the server's sockets as grpc-js does on its clients'.
+// no server option, so newGrpcServer sets the HTTP/2 server's settings and each session's connection window itself.
+// Nagle's algorithm is already off on the accepted sockets (Node's HTTP/2 server sets TCP_NODELAY;
+// test/grpc/server-windows.test.ts checks it): the session's socket is a proxy that refuses setNoDelay anyway.
 import type { Http2Server, ServerHttp2Session } from 'node:http2';
 import { Server, type ServerOptions } from '@grpc/grpc-js';
 
@@ -33,9 +34,6 @@ function widenWindows(server: Server, window: number): void {
     http2Server.on('session', (session: ServerHttp2Session) => {
       try {
         session.setLocalWindowSize(window);
-        // grpc-js sets TCP_NODELAY on its client sockets but not on the server's: a response's last frames then
-        // wait for the client's delayed ACK (about 40 ms per large Read; the profile in docs/BENCHMARKS.md).
-        session.socket.setNoDelay(true);
       } catch {
         // A session already closing: nothing to widen.
       }
