@@ -38,6 +38,14 @@ const READ_AHEAD = 2 * 1024 * 1024;
 const WRITE_BEHIND_MAX = 8 * 1024 * 1024;
 /** How long the daemon answers getattr from what it learned itself (Create, its own writes): the kernel's attr cache. */
 const ATTR_TTL_MS = 1000;
+/**
+ * How long the daemon answers ENOENT for a name the FSAL just said is missing, unless the name is made through the
+ * mount: the kernel's negative_timeout (src/fuse/binding.ts). The kernel asks again itself before an exclusive create
+ * (O_CREAT|O_EXCL, as git's checkout opens every file) whatever it remembers; that second lookup is answered here.
+ * A name made by another path in that second is not hidden from such a create: the FSAL's exclusive Create refuses
+ * it (EEXIST), as the disk would.
+ */
+const MISSING_TTL_MS = 1000;
 
 interface Block {
   path: string;
@@ -64,6 +72,8 @@ class WriteBehind {
   constructor(
     private readonly remote: FsalRemote,
     private readonly path: string,
+    /** The file's attributes after each Write, as the FSAL answered them. */
+    private readonly written: (attributes: FileAttributes) => void,
   ) {}
 
   idle(): boolean {
@@ -107,7 +117,10 @@ class WriteBehind {
     this.chain = this.chain.then(async () => {
       try {
         // After a refusal nothing more is sent: the kernel hears of it at the next write, flush or fsync.
-        if (this.error === undefined) await this.remote.write(this.path, at, data);
+        if (this.error === undefined) {
+          const res = await this.remote.write(this.path, at, data);
+          if (res.attributes) this.written(res.attributes);
+        }
       } catch (err) {
         this.error = err;
       } finally {
@@ -153,6 +166,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
   const files = new Map<number, OpenFile>();
   const dirty = new Map<string, WriteBehind>();
   const attrs = new Map<string, { a: FileAttributes; until: number }>();
+  const missing = new Map<string, number>();
 
   const under = (p: string, root: string): boolean => p === root || p.startsWith(root === '/' ? '/' : `${root}/`);
 
@@ -163,6 +177,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
       if (f.next && paths.some((p) => under(f.next!.path, p))) f.next = undefined;
     }
     for (const k of attrs.keys()) if (paths.some((p) => under(k, p))) attrs.delete(k);
+    for (const k of missing.keys()) if (paths.some((p) => under(k, p))) missing.delete(k);
   }
 
   /** Waits for the Writes of `path` (and, with `tree`, of every path under it); throws a refusal. */
@@ -237,10 +252,19 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
   async function getAttr(path: string): Promise<FileAttributes> {
     await settle(path);
+    const now = Date.now();
     const hit = attrs.get(path);
-    if (hit && hit.until > Date.now()) return hit.a;
+    if (hit && hit.until > now) return hit.a;
     attrs.delete(path);
-    return remote.getAttr(path);
+    const gone = missing.get(path);
+    if (gone !== undefined && gone > now) throw Object.assign(new Error('no such file (remembered)'), { code: 'ENOENT' });
+    missing.delete(path);
+    try {
+      return await remote.getAttr(path);
+    } catch (err) {
+      if (errnoFor(err) === 'ENOENT') missing.set(path, Date.now() + MISSING_TTL_MS);
+      throw err;
+    }
   }
 
   async function truncate(path: string, size: number): Promise<void> {
@@ -268,6 +292,18 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
         (a) => cb(0, toStats(a)),
         (err: unknown) => cb(neg(errnoFor(err))),
       );
+    },
+
+    // With a file handle: what libfuse asks at each open to decide whether the kernel keeps the file's pages
+    // (auto_cache, src/fuse/binding.ts), and fstat. Always the FSAL's answer, never what the daemon remembers, so a
+    // change made by another path shows at the next open even right after this mount wrote the file.
+    fgetattr(path, _fd, cb) {
+      settle(path)
+        .then(() => remote.getAttr(path))
+        .then(
+          (a) => cb(0, toStats(a)),
+          (err: unknown) => cb(neg(errnoFor(err))),
+        );
     },
 
     readdir(path, cb) {
@@ -321,7 +357,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
     write(path, _fd, buf, len, pos, cb) {
       forget(path);
       let wb = dirty.get(path);
-      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path)));
+      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, (a) => attrs.set(path, { a, until: Date.now() + ATTR_TTL_MS }))));
       // Copied into the path's buffer before the callback: the binding reuses `buf` once it has answered.
       wb.write(buf, len, pos).then(
         () => cb(len),
@@ -329,14 +365,15 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
       );
     },
 
+    // Forgotten again once done: the Writes it waited for left their attributes, from before the new size.
     truncate(path, size, cb) {
       forget(path);
-      run('truncate', path, () => truncate(path, size), cb);
+      run('truncate', path, () => truncate(path, size).finally(() => forget(path)), cb);
     },
 
     ftruncate(path, _fd, size, cb) {
       forget(path);
-      run('ftruncate', path, () => truncate(path, size), cb);
+      run('ftruncate', path, () => truncate(path, size).finally(() => forget(path)), cb);
     },
 
     // close() and fsync() wait for the path's buffered Writes and answer their refusal (ENOSPC, EROFS, ...).
@@ -383,7 +420,17 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
     },
 
     mkdir(path, mode, cb) {
-      run('mkdir', path, async () => void (await remote.mkDir(path, mode & 0o7777)), cb);
+      forget(path);
+      run(
+        'mkdir',
+        path,
+        async () => {
+          const res = await remote.mkDir(path, mode & 0o7777);
+          // The kernel looks the new directory up next: answer it from the MkDir, as create does.
+          if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
+        },
+        cb,
+      );
     },
 
     // The FSAL has no SetAttr, so a mode cannot change; but tools set the mode a file already has (git sets its

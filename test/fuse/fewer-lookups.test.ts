@@ -1,0 +1,66 @@
+// What a checkout asks of the FSAL per new file (git clone through the mount: 5 calls per file, docs/FSAL.md): a
+// lookup of the missing name, the kernel's second lookup of it for an exclusive create (O_CREAT|O_EXCL always asks
+// again, whatever it remembers), Create, Write, and a stat once the file is written; a new directory was a lookup,
+// MkDir and a lookup of the new directory. The daemon answers the second lookup from the first (a name it was told
+// is missing, within the second the kernel keeps such names too), the stat from the attributes its last Write was
+// answered with, and the new directory's lookup from the MkDir's answer.
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { MountManager } from '../../src/fuse/mounts.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { fsalFixture, TENANT } from '../fsal/support.ts';
+
+/** A shell command in a child process: the FUSE callbacks run on this process's event loop, which must stay free. */
+function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile('sh', ['-c', script], { timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })),
+  );
+}
+
+test('an exclusive create of a new file and a stat after writing it cost Create and Write and one lookup', async (t) => {
+  const f = await fsalFixture();
+  const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-lookups-'));
+  const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
+  const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger() });
+  t.teardown(async () => {
+    await mounts.closeAll();
+    await f.close();
+    await rm(prefix, { recursive: true, force: true });
+  });
+  const exec = await f.execution();
+  const vol = await f.volume();
+  await f.grant(exec, vol);
+  const mnt = await mounts.mount({ execution_id: exec, volume_id: vol, tenant_id: TENANT });
+  const calls = async (p: string): Promise<string[]> => {
+    await f.fsal.flushEvents();
+    const r = await f.db.query<{ op: string }>("SELECT operation || ' ' || status AS op FROM storage_events WHERE volume_id = $1 AND path = $2 ORDER BY seq", [vol, p]);
+    return r.rows.map((x) => x.op);
+  };
+
+  // `set -C` (noclobber): the shell opens the file O_CREAT|O_EXCL, as git's checkout does.
+  const made = await sh(`cd ${mnt} && set -C && echo 'checked out' > new.txt && stat -c %s new.txt`);
+  t.is(made.code, 0, made.stderr);
+  t.is(made.stdout, '12\n');
+  t.deepEqual(await calls('/new.txt'), ['getattr NOT_FOUND', 'create OK', 'write OK']);
+  // A new directory, as a checkout makes them: looked up missing, made, then looked up again (answered by the MkDir).
+  const dir = await sh(`cd ${mnt} && mkdir sub && stat -c %F sub`);
+  t.is(dir.stdout, 'directory\n', dir.stderr);
+  t.deepEqual(await calls('/sub'), ['getattr NOT_FOUND', 'mkdir OK']);
+
+  // A name made by another path after the daemon heard it was missing is not hidden from an exclusive create: the
+  // FSAL refuses it (EEXIST), as the disk would.
+  t.is((await sh(`test -e ${mnt}/raced.txt || echo missing`)).stdout, 'missing\n');
+  await f.volumes.writeFile(TENANT, vol, '/raced.txt', 'tool');
+  const raced = await sh(`cd ${mnt} && set -C && echo mine > raced.txt`);
+  t.not(raced.code, 0, 'the exclusive create of a name made elsewhere failed');
+  t.is((await f.volumes.readFile(TENANT, vol, '/raced.txt')).toString(), 'tool');
+
+  // A truncate while the file's writes are still buffered (its descriptor open): the size shown afterwards is the new
+  // one, not the one the buffered Write was answered with.
+  const cut = await sh(`cd ${mnt} && exec 3> cut.txt && printf 'hello world' >&3 && truncate -s 5 cut.txt && stat -c %s cut.txt && cat cut.txt`);
+  t.is(cut.code, 0, cut.stderr);
+  t.is(cut.stdout, '5\nhello');
+});
