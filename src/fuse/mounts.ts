@@ -20,6 +20,8 @@ export interface MountManagerOptions {
   mountPrefix: string;
   fsal: FsalConnection;
   logger: Logger;
+  /** See FsalOperationsOptions.namesCacheMs (tests). */
+  namesCacheMs?: number;
 }
 
 interface Mounted {
@@ -91,7 +93,7 @@ export class MountManager {
       }
       const mountPath = path.join(this.opts.mountPrefix, target.volume_id);
       await this.prepareMountpoint(mountPath);
-      const fuse = new Fuse(mountPath, fsalOperations(remote, this.log), {
+      const fuse = new Fuse(mountPath, fsalOperations(remote, this.log, this.opts.namesCacheMs === undefined ? {} : { namesCacheMs: this.opts.namesCacheMs }), {
         force: true,
         allowOther: true,
         fsname: `orch-fsal:${target.volume_id}`,

@@ -47,6 +47,14 @@ const ATTR_TTL_MS = 1000;
  */
 const MISSING_TTL_MS = 1000;
 
+export interface FsalOperationsOptions {
+  /**
+   * How long the daemon answers lookups of missing names itself (MISSING_TTL_MS; and, for a directory this mount made,
+   * every name it did not make there). Tests lengthen it to make the count of FSAL calls independent of the load.
+   */
+  namesCacheMs?: number;
+}
+
 interface Block {
   path: string;
   offset: number;
@@ -160,13 +168,48 @@ export function toStats(a: FileAttributes): FuseStats {
   };
 }
 
-export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperations {
+export function fsalOperations(remote: FsalRemote, logger: Logger, options: FsalOperationsOptions = {}): FuseOperations {
+  const namesTtl = options.namesCacheMs ?? MISSING_TTL_MS;
   const log = logger.child({ component: 'fuse-ops', volume_id: remote.target.volume_id });
   let nextFd = 1;
   const files = new Map<number, OpenFile>();
   const dirty = new Map<string, WriteBehind>();
   const attrs = new Map<string, { a: FileAttributes; until: number }>();
   const missing = new Map<string, number>();
+  /**
+   * Directories this mount made, while young: a new directory is empty, so a name in it that this mount did not make
+   * there is missing, and its lookup (a checkout looks up every file before creating it) needs no FSAL call. Kept
+   * namesTtl, as missing names are; a name made there by another path in that time shows once it has passed (an
+   * exclusive create of it is still refused by the FSAL). Any failed change in the directory drops its entry.
+   */
+  const madeDirs = new Map<string, { until: number; names: Set<string> }>();
+  const parentOf = (p: string): string => {
+    const i = p.lastIndexOf('/');
+    return i <= 0 ? '/' : p.slice(0, i);
+  };
+  const nameOf = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
+  /** Records a name made (true) or removed (false) through the mount in a directory it made. */
+  function named(p: string, exists: boolean): void {
+    const d = madeDirs.get(parentOf(p));
+    if (!d) return;
+    if (exists) d.names.add(nameOf(p));
+    else d.names.delete(nameOf(p));
+  }
+  /** A change in the directory of `p` failed: what it holds is no longer known. */
+  function unsure(p: string): void {
+    madeDirs.delete(parentOf(p));
+  }
+  /** Runs a change of `paths`' directories, keeping madeDirs right: `done` on success, `unsure` on failure. */
+  async function changing<T>(paths: string[], fn: () => Promise<T>, done: () => void): Promise<T> {
+    try {
+      const out = await fn();
+      done();
+      return out;
+    } catch (err) {
+      for (const p of paths) unsure(p);
+      throw err;
+    }
+  }
 
   const under = (p: string, root: string): boolean => p === root || p.startsWith(root === '/' ? '/' : `${root}/`);
 
@@ -178,6 +221,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
     }
     for (const k of attrs.keys()) if (paths.some((p) => under(k, p))) attrs.delete(k);
     for (const k of missing.keys()) if (paths.some((p) => under(k, p))) missing.delete(k);
+    for (const k of madeDirs.keys()) if (paths.some((p) => under(k, p))) madeDirs.delete(k);
   }
 
   /** Waits for the Writes of `path` (and, with `tree`, of every path under it); throws a refusal. */
@@ -259,10 +303,13 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
     const gone = missing.get(path);
     if (gone !== undefined && gone > now) throw Object.assign(new Error('no such file (remembered)'), { code: 'ENOENT' });
     missing.delete(path);
+    const dir = madeDirs.get(parentOf(path));
+    if (dir && dir.until > now && !dir.names.has(nameOf(path))) throw Object.assign(new Error('no such file (a new directory)'), { code: 'ENOENT' });
+    if (dir && dir.until <= now) madeDirs.delete(parentOf(path));
     try {
       return await remote.getAttr(path);
     } catch (err) {
-      if (errnoFor(err) === 'ENOENT') missing.set(path, Date.now() + MISSING_TTL_MS);
+      if (errnoFor(err) === 'ENOENT') missing.set(path, Date.now() + namesTtl);
       throw err;
     }
   }
@@ -294,18 +341,6 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
       );
     },
 
-    // With a file handle: what libfuse asks at each open to decide whether the kernel keeps the file's pages
-    // (auto_cache, src/fuse/binding.ts), and fstat. Always the FSAL's answer, never what the daemon remembers, so a
-    // change made by another path shows at the next open even right after this mount wrote the file.
-    fgetattr(path, _fd, cb) {
-      settle(path)
-        .then(() => remote.getAttr(path))
-        .then(
-          (a) => cb(0, toStats(a)),
-          (err: unknown) => cb(neg(errnoFor(err))),
-        );
-    },
-
     readdir(path, cb) {
       (async () => {
         await settle(path, true);
@@ -329,13 +364,17 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
     open(path, _flags, cb) {
       // The kernel looked the path up already; access is judged per Read/Write, where the FSAL sees the operation.
+      // libfuse asks for the attributes next, to decide whether the kernel keeps the file's pages (auto_cache,
+      // src/fuse/binding.ts): that answer must be the FSAL's, not what this daemon remembers from its own Create or
+      // Writes, so that a change made by another path shows at this open.
+      attrs.delete(path);
       cb(0, nextFd++);
     },
 
     create(path, mode, cb) {
       // The kernel calls create only for a name its lookup did not find, so an existing file is a race: refuse it.
       forget(path);
-      remote.create(path, mode & 0o7777, true).then(
+      changing([path], () => remote.create(path, mode & 0o7777, true), () => named(path, true)).then(
         (res) => {
           // The kernel asks for the new file's attributes next: answer them from the Create.
           if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
@@ -399,7 +438,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
         async () => {
           await settle(path).catch(() => undefined);
           forget(path);
-          await remote.remove(path);
+          await changing([path], () => remote.remove(path), () => named(path, false));
         },
         cb,
       );
@@ -413,7 +452,10 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
           await settle(src, true);
           await settle(dest, true);
           forget(src, dest);
-          await remote.rename(src, dest);
+          await changing([src, dest], () => remote.rename(src, dest), () => {
+            named(src, false);
+            named(dest, true);
+          });
         },
         cb,
       );
@@ -425,7 +467,10 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
         'mkdir',
         path,
         async () => {
-          const res = await remote.mkDir(path, mode & 0o7777);
+          const res = await changing([path], () => remote.mkDir(path, mode & 0o7777), () => {
+            named(path, true);
+            madeDirs.set(path, { until: Date.now() + namesTtl, names: new Set() });
+          });
           // The kernel looks the new directory up next: answer it from the MkDir, as create does.
           if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
         },
@@ -483,7 +528,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger): FuseOperatio
 
     rmdir(path, cb) {
       forget(path);
-      run('rmdir', path, () => remote.rmDir(path), cb);
+      run('rmdir', path, () => changing([path], () => remote.rmDir(path), () => named(path, false)), cb);
     },
   };
 }

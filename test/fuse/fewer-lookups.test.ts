@@ -3,7 +3,8 @@
 // again, whatever it remembers), Create, Write, and a stat once the file is written; a new directory was a lookup,
 // MkDir and a lookup of the new directory. The daemon answers the second lookup from the first (a name it was told
 // is missing, within the second the kernel keeps such names too), the stat from the attributes its last Write was
-// answered with, and the new directory's lookup from the MkDir's answer.
+// answered with, the new directory's lookup from the MkDir's answer, and the lookups of names in a directory it has
+// just made (empty but for what it made there) itself.
 import test from 'ava';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -24,7 +25,8 @@ test('an exclusive create of a new file and a stat after writing it cost Create 
   const f = await fsalFixture();
   const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-lookups-'));
   const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
-  const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger() });
+  // The daemon remembers names for a minute instead of a second, so that what is counted does not depend on the load.
+  const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger(), namesCacheMs: 60_000 });
   t.teardown(async () => {
     await mounts.closeAll();
     await f.close();
@@ -49,6 +51,12 @@ test('an exclusive create of a new file and a stat after writing it cost Create 
   const dir = await sh(`cd ${mnt} && mkdir sub && stat -c %F sub`);
   t.is(dir.stdout, 'directory\n', dir.stderr);
   t.deepEqual(await calls('/sub'), ['getattr NOT_FOUND', 'mkdir OK']);
+
+  // Files made in a directory this mount just made: it was empty, so their lookups need no FSAL call. One removed and
+  // one renamed there are seen as they are afterwards.
+  const filled = await sh(`cd ${mnt}/sub && for i in 1 2 3; do echo x > f$i; done && rm f2 && mv f3 f4 && ls && test ! -e f2 && test ! -e f3 && cat f4`);
+  t.is(filled.stdout, 'f1\nf4\nx\n', filled.stderr);
+  for (const name of ['f1', 'f2', 'f3']) t.false((await calls(`/sub/${name}`)).includes('getattr NOT_FOUND'), `${name} was looked up in the FSAL`);
 
   // A name made by another path after the daemon heard it was missing is not hidden from an exclusive create: the
   // FSAL refuses it (EEXIST), as the disk would.
