@@ -18,6 +18,8 @@ import { errnoFor, type FsalRemote } from './fsal-client.ts';
 
 /** Largest Write sent in one FSAL call, and the size of a write-behind buffer. */
 const CHUNK = 1024 * 1024;
+/** The smallest write-behind buffer: a kernel write is 128 KiB at most; a file that needs more grows its buffer. */
+const FIRST_BUFFER = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 /**
  * Read-ahead per open file: the kernel reads in 128 KiB requests; one FSAL Read of 2 MiB (the FSAL's largest) serves
@@ -76,6 +78,8 @@ class WriteBehind {
   private chain: Promise<void> = Promise.resolve();
   private queued = 0;
   private error: unknown;
+  /** A whole CHUNK of this path was buffered: it is a large file, give it CHUNK-sized buffers from now on. */
+  private filled = false;
 
   constructor(
     private readonly remote: FsalRemote,
@@ -92,9 +96,17 @@ class WriteBehind {
     this.raise();
     let done = 0;
     while (done < len) {
+      if (this.buf && pos + done === this.start + this.len && this.len === this.buf.length && this.buf.length < CHUNK) {
+        // The file goes on past a small buffer: grow it (doubling, up to CHUNK) rather than ship a small Write.
+        const bigger = Buffer.allocUnsafe(Math.min(CHUNK, this.buf.length * 2));
+        this.buf.copy(bigger, 0, 0, this.len);
+        this.buf = bigger;
+      }
       if (!this.buf || pos + done !== this.start + this.len || this.len === this.buf.length) {
         this.ship();
-        this.buf = Buffer.allocUnsafe(CHUNK);
+        // Most files are small: a new buffer starts at what this write needs (at least FIRST_BUFFER) unless the path
+        // has filled a whole CHUNK already. A 1 MiB buffer per file made a checkout's writes mostly garbage.
+        this.buf = Buffer.allocUnsafe(this.filled ? CHUNK : Math.min(CHUNK, Math.max(FIRST_BUFFER, len - done)));
         this.start = pos + done;
         this.len = 0;
       }
@@ -102,7 +114,10 @@ class WriteBehind {
       src.copy(this.buf, this.len, done, done + n);
       this.len += n;
       done += n;
-      if (this.len === this.buf.length) this.ship();
+      if (this.len === CHUNK) {
+        this.filled = true;
+        this.ship();
+      }
     }
     while (this.queued > WRITE_BEHIND_MAX) await this.chain;
     this.raise();
@@ -236,9 +251,17 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     }
   }
 
-  function fetchBlock(path: string, offset: number, len: number): Promise<Block> {
-    const data = Buffer.allocUnsafe(Math.max(len, READ_AHEAD));
-    return readInto(path, data, data.length, offset).then((n) => ({ path, offset, data: data.subarray(0, n), eof: n < data.length }));
+  async function fetchBlock(path: string, offset: number, len: number): Promise<Block> {
+    const want = Math.max(len, READ_AHEAD);
+    if (want === READ_AHEAD) {
+      // One FSAL Read: its answer's bytes are the block, of the size read (a small file is a small block). A 2 MiB
+      // buffer per block, copied into, made a checkout's reads of small objects mostly garbage to collect.
+      const res = await remote.read(path, offset, want);
+      return { path, offset, data: Buffer.from(res.data.buffer, res.data.byteOffset, res.data.byteLength), eof: res.eof || res.data.length < want };
+    }
+    const data = Buffer.allocUnsafe(want);
+    const n = await readInto(path, data, data.length, offset);
+    return { path, offset, data: data.subarray(0, n), eof: n < data.length };
   }
 
   /** Serves a kernel read from the open file's blocks, fetching the next block ahead while this one is served. */

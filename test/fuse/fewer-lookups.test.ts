@@ -66,6 +66,12 @@ test('an exclusive create of a new file and a stat after writing it cost Create 
   t.not(raced.code, 0, 'the exclusive create of a name made elsewhere failed');
   t.is((await f.volumes.readFile(TENANT, vol, '/raced.txt')).toString(), 'tool');
 
+  // Odd-sized writes that grow a small write-behind buffer to a whole CHUNK: the bytes land as written, in one FSAL
+  // Write per MiB and one for the tail (a grown buffer never ships a small Write of its own).
+  const odd = await sh(`cd ${mnt} && head -c 3145733 /dev/urandom > /tmp/orch-odd-$$ && dd if=/tmp/orch-odd-$$ of=odd.bin bs=3000 2>/dev/null && cmp /tmp/orch-odd-$$ odd.bin && rm /tmp/orch-odd-$$ && echo same`);
+  t.is(odd.stdout, 'same\n', odd.stderr);
+  t.is((await calls('/odd.bin')).filter((c) => c === 'write OK').length, 4);
+
   // A truncate while the file's writes are still buffered (its descriptor open): the size shown afterwards is the new
   // one, not the one the buffered Write was answered with.
   const cut = await sh(`cd ${mnt} && exec 3> cut.txt && printf 'hello world' >&3 && truncate -s 5 cut.txt && stat -c %s cut.txt && cat cut.txt`);
