@@ -193,7 +193,9 @@ test('timeouts: iteration_timeout kills a stuck command, llm_timeout_seconds a s
     const users = body.messages.filter((m) => m.role === 'user').length;
     const toolsDone = body.messages.slice(body.messages.map((m) => m.role).lastIndexOf('user') + 1).filter((m) => m.role === 'tool').length;
     if (users === 1 && toolsDone === 0) return { tool_calls: [{ name: 'cmd_run', arguments: { command: 'sleep', args: ['300'] } }] };
-    if (users === 2) await new Promise((r) => setTimeout(r, 60_000)); // much slower than llm_timeout_seconds
+    // Much slower than llm_timeout_seconds. The timer is unref'd: the node gives up on this answer after 10 s, and a
+    // pending 60 s timer kept this file's ava worker alive ~40 s after its last test (issue 15: the suite's wall time).
+    if (users === 2) await new Promise((r) => setTimeout(r, 60_000).unref());
     return { content: 'done' };
   });
   const { s } = shared;

@@ -155,7 +155,12 @@ export abstract class LeasedRowBehaviour<R extends LeasedRow> implements Behavio
     const fence = this.fence;
     this.abort?.abort(new NodeShuttingDown());
     // Let the work stop (kill its sandbox, say) before the stores close; bounded, so a stuck one cannot hang the stop.
-    if (this.running) await Promise.race([this.running, new Promise((r) => setTimeout(r, 5000))]);
+    // The bound's timer is cleared once the work stopped: left pending, it held the process up to 5 s after the stop.
+    if (this.running) {
+      let bound: NodeJS.Timeout | undefined;
+      await Promise.race([this.running, new Promise((r) => (bound = setTimeout(r, 5000)))]);
+      clearTimeout(bound);
+    }
     this.fence = undefined;
     if (fence) {
       this.ls.renewer?.release(fence);
