@@ -9,7 +9,8 @@
 # to build on the public image.
 #
 # Environment: ORCH_IMAGE (tag to build, default localhost/orch:latest), ORCH_BASE_IMAGE (default: the local one),
-# ORCH_IMAGE_SMOKE_SKIP_BUILD=1 (check an image already built).
+# ORCH_IMAGE_SMOKE_SKIP_BUILD=1 (check an image already built), ORCH_IMAGE_BUILD_FLAGS (the Dockerfile's BUILD_FLAGS,
+# default empty: a type-checked build; the test passes --no-check after `npm test`'s own typecheck).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -29,7 +30,7 @@ if [ -z "${ORCH_IMAGE_SMOKE_SKIP_BUILD:-}" ]; then
   base_done=$(date +%s)
   log "building $IMAGE on $BASE"
   # docker format: OCI images cannot carry the HEALTHCHECK.
-  podman build --format docker --build-arg "BASE_IMAGE=$BASE" -t "$IMAGE" . >&2
+  podman build --format docker --build-arg "BASE_IMAGE=$BASE" --build-arg "BUILD_FLAGS=${ORCH_IMAGE_BUILD_FLAGS:-}" -t "$IMAGE" . >&2
   build_done=$(date +%s)
   log "base image $((base_done - started)) s, image build $((build_done - base_done)) s"
 fi

@@ -195,7 +195,9 @@ test('Dockerfile: a Node 20 base (build argument, public default), compiled in a
   const df = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
   t.regex(df, /^ARG BASE_IMAGE=node:20-bookworm-slim$/m);
   t.regex(df, /^FROM \$\{BASE_IMAGE\} AS build$/m);
-  t.regex(df, /^RUN node scripts\/build\.mjs$/m);
+  // BUILD_FLAGS is empty unless given (a type-checked build); the image smoke test passes --no-check.
+  t.regex(df, /^ARG BUILD_FLAGS=$/m);
+  t.regex(df, /^RUN node scripts\/build\.mjs \$BUILD_FLAGS$/m);
   t.regex(df, /npm ci --omit=dev/);
   t.regex(df, /^COPY --from=build \/app\/dist \.\/dist$/m);
   t.regex(df, /^COPY ui\/dist \.\/ui\/dist$/m, 'the dashboard is in the image (GET /ui answered 503 without it)');
