@@ -48,8 +48,6 @@ const ATTR_TTL_MS = 1000;
  * it (EEXIST), as the disk would.
  */
 const MISSING_TTL_MS = 1000;
-/** The most names a directory may hold for the daemon to list it for lookups (one ReadDir page). */
-const LISTING_MAX = 1000;
 
 export interface FsalOperationsOptions {
   /**
@@ -194,20 +192,12 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
   const attrs = new Map<string, { a: FileAttributes; until: number }>();
   const missing = new Map<string, number>();
   /**
-   * Directories whose names the daemon knows, for namesTtl: one this mount just made (it was empty), or one it just
-   * listed. A name not there is missing, and its lookup (a checkout or a shell loop looks up every file before
-   * creating it) needs no FSAL call; names made or removed through the mount are kept up to date. A name made there by
-   * another path in that time shows once it has passed, as the kernel's own negative entries (an exclusive create of
-   * it is still refused by the FSAL). Any failed change in the directory drops its entry.
+   * Directories this mount made, while young: a new directory is empty, so a name in it that this mount did not make
+   * there is missing, and its lookup (a checkout looks up every file before creating it) needs no FSAL call. Kept
+   * namesTtl, as missing names are; a name made there by another path in that time shows once it has passed (an
+   * exclusive create of it is still refused by the FSAL). Any failed change in the directory drops its entry.
    */
-  const listings = new Map<string, { until: number; names: Set<string> }>();
-  /**
-   * When a directory's last lookup answered NOT_FOUND by the FSAL was: a second one within namesTtl lists the
-   * directory (one ReadDir) instead of asking name by name. A single probe lists nothing.
-   */
-  const misses = new Map<string, number>();
-  /** Changes through the mount per directory: a listing fetched while one happened is not used. */
-  const changes = new Map<string, number>();
+  const madeDirs = new Map<string, { until: number; names: Set<string> }>();
   const parentOf = (p: string): string => {
     const i = p.lastIndexOf('/');
     return i <= 0 ? '/' : p.slice(0, i);
@@ -215,43 +205,16 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
   const nameOf = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
   /** Records a name made (true) or removed (false) through the mount in a directory it made. */
   function named(p: string, exists: boolean): void {
-    changed(parentOf(p));
-    const d = listings.get(parentOf(p));
+    const d = madeDirs.get(parentOf(p));
     if (!d) return;
     if (exists) d.names.add(nameOf(p));
     else d.names.delete(nameOf(p));
   }
   /** A change in the directory of `p` failed: what it holds is no longer known. */
   function unsure(p: string): void {
-    changed(parentOf(p));
-    listings.delete(parentOf(p));
+    madeDirs.delete(parentOf(p));
   }
-  function changed(dir: string): void {
-    if (changes.size > 10_000) changes.clear();
-    changes.set(dir, (changes.get(dir) ?? 0) + 1);
-  }
-  /** Lists `dir` (at most LISTING_MAX names) and keeps its names for namesTtl, unless it changed meanwhile. */
-  async function list(dir: string): Promise<void> {
-    const since = Date.now();
-    const generation = changes.get(dir) ?? 0;
-    const res = await remote.readDir(dir, 0, LISTING_MAX + 1);
-    if (!res.eof || res.entries.length > LISTING_MAX || (changes.get(dir) ?? 0) !== generation) return;
-    listings.set(dir, { until: since + namesTtl, names: new Set(res.entries.map((e) => e.name)) });
-  }
-  /** A lookup in `dir` was answered NOT_FOUND by the FSAL: the second such within namesTtl lists the directory. */
-  function missed(dir: string): void {
-    const now = Date.now();
-    const last = misses.get(dir);
-    if (last !== undefined && now - last < namesTtl) {
-      misses.delete(dir);
-      // A failed listing only means the next lookups ask name by name, as before.
-      list(dir).catch((err: unknown) => log.debug({ dir, err }, 'listing for lookups failed'));
-      return;
-    }
-    if (misses.size > 10_000) misses.clear();
-    misses.set(dir, now);
-  }
-  /** Runs a change of `paths`' directories, keeping listings right: `done` on success, `unsure` on failure. */
+  /** Runs a change of `paths`' directories, keeping madeDirs right: `done` on success, `unsure` on failure. */
   async function changing<T>(paths: string[], fn: () => Promise<T>, done: () => void): Promise<T> {
     try {
       const out = await fn();
@@ -273,8 +236,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     }
     for (const k of attrs.keys()) if (paths.some((p) => under(k, p))) attrs.delete(k);
     for (const k of missing.keys()) if (paths.some((p) => under(k, p))) missing.delete(k);
-    for (const k of listings.keys()) if (paths.some((p) => under(k, p))) listings.delete(k);
-    for (const p of paths) changed(p);
+    for (const k of madeDirs.keys()) if (paths.some((p) => under(k, p))) madeDirs.delete(k);
   }
 
   /** Waits for the Writes of `path` (and, with `tree`, of every path under it); throws a refusal. */
@@ -364,17 +326,13 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     const gone = missing.get(path);
     if (gone !== undefined && gone > now) throw Object.assign(new Error('no such file (remembered)'), { code: 'ENOENT' });
     missing.delete(path);
-    // The root has no parent listing to be missing from.
-    const dir = path === '/' ? undefined : listings.get(parentOf(path));
-    if (dir && dir.until > now && !dir.names.has(nameOf(path))) throw Object.assign(new Error('no such file (not in the listing)'), { code: 'ENOENT' });
-    if (dir && dir.until <= now) listings.delete(parentOf(path));
+    const dir = madeDirs.get(parentOf(path));
+    if (dir && dir.until > now && !dir.names.has(nameOf(path))) throw Object.assign(new Error('no such file (a new directory)'), { code: 'ENOENT' });
+    if (dir && dir.until <= now) madeDirs.delete(parentOf(path));
     try {
       return await remote.getAttr(path);
     } catch (err) {
-      if (errnoFor(err) === 'ENOENT') {
-        missing.set(path, Date.now() + namesTtl);
-        if (path !== '/') missed(parentOf(path));
-      }
+      if (errnoFor(err) === 'ENOENT') missing.set(path, Date.now() + namesTtl);
       throw err;
     }
   }
@@ -409,8 +367,6 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     readdir(path, cb) {
       (async () => {
         await settle(path, true);
-        const since = Date.now();
-        const generation = changes.get(path) ?? 0;
         const names: string[] = [];
         const stats: FuseStats[] = [];
         for (let offset = 0; ; ) {
@@ -422,8 +378,6 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
           offset += res.entries.length;
           if (res.eof || res.entries.length === 0) break;
         }
-        // What `ls` just read also answers the lookups that follow it (list() above).
-        if (names.length <= LISTING_MAX && (changes.get(path) ?? 0) === generation) listings.set(path, { until: since + namesTtl, names: new Set(names) });
         return { names, stats };
       })().then(
         ({ names, stats }) => cb(0, names, stats),
@@ -538,7 +492,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
         async () => {
           const res = await changing([path], () => remote.mkDir(path, mode & 0o7777), () => {
             named(path, true);
-            listings.set(path, { until: Date.now() + namesTtl, names: new Set() });
+            madeDirs.set(path, { until: Date.now() + namesTtl, names: new Set() });
           });
           // The kernel looks the new directory up next: answer it from the MkDir, as create does.
           if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
