@@ -4,7 +4,6 @@
 // volume's used_bytes is what is on disk, and the mount works. (2) The process serving FSAL dies holding quota it
 // reserved ahead: the next start's reconcile() gives it back.
 import test from 'ava';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -18,12 +17,7 @@ import { VolumeService } from '../../src/volumes/service.ts';
 import { call } from '../grpc/helpers.ts';
 import { startFuseDaemon } from '../support/podman-node.ts';
 import { fsalFixture, TENANT } from '../fsal/support.ts';
-
-function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile('sh', ['-c', script], { timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })),
-  );
-}
+import { sh } from './support.ts';
 
 test('the FUSE daemon killed -9 mid-write: after a restart the file is a prefix of what was written and the quota is what is on disk', async (t) => {
   const f = await fsalFixture();

@@ -6,41 +6,12 @@
 // answered with, the new directory's lookup from the MkDir's answer, and the lookups of names in a directory it has
 // just made (empty but for what it made there) itself.
 import test from 'ava';
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { MountManager } from '../../src/fuse/mounts.ts';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { fsalFixture, TENANT } from '../fsal/support.ts';
-
-/** A shell command in a child process: the FUSE callbacks run on this process's event loop, which must stay free. */
-function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile('sh', ['-c', script], { timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })),
-  );
-}
+import { TENANT } from '../fsal/support.ts';
+import { mountedVolume, sh } from './support.ts';
 
 test('an exclusive create of a new file and a stat after writing it cost Create and Write and one lookup', async (t) => {
-  const f = await fsalFixture();
-  const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-lookups-'));
-  const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
   // The daemon remembers names for a minute instead of a second, so that what is counted does not depend on the load.
-  const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger(), namesCacheMs: 60_000 });
-  t.teardown(async () => {
-    await mounts.closeAll();
-    await f.close();
-    await rm(prefix, { recursive: true, force: true });
-  });
-  const exec = await f.execution();
-  const vol = await f.volume();
-  await f.grant(exec, vol);
-  const mnt = await mounts.mount({ execution_id: exec, volume_id: vol, tenant_id: TENANT });
-  const calls = async (p: string): Promise<string[]> => {
-    await f.fsal.flushEvents();
-    const r = await f.db.query<{ op: string }>("SELECT operation || ' ' || status AS op FROM storage_events WHERE volume_id = $1 AND path = $2 ORDER BY seq", [vol, p]);
-    return r.rows.map((x) => x.op);
-  };
+  const { f, vol, mnt, calls } = await mountedVolume(t, { namesCacheMs: 60_000 });
 
   // `set -C` (noclobber): the shell opens the file O_CREAT|O_EXCL, as git's checkout does.
   const made = await sh(`cd ${mnt} && set -C && echo 'checked out' > new.txt && stat -c %s new.txt`);

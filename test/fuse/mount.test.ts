@@ -20,6 +20,7 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import { treeSize } from '../../src/volumes/disk.ts';
 import { call } from '../grpc/helpers.ts';
 import { fsalFixture, TENANT, SQUASH, type FsalFixture } from '../fsal/support.ts';
+import { sh } from './support.ts';
 
 let f: FsalFixture;
 let prefix: string;
@@ -28,16 +29,6 @@ let daemon: RunningGrpcServer;
 let client: InstanceType<typeof FuseMountServiceClient>;
 
 /** Runs a shell command without blocking the event loop (the FUSE callbacks run on it). */
-function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // A generous deadline: writes through FUSE go to PostgreSQL, slow on a loaded CI machine.
-    execFile('sh', ['-c', script], { timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 async function isMounted(p: string): Promise<boolean> {
   const table = await readFile('/proc/self/mounts', 'utf8');
   return table.split('\n').some((l) => l.split(' ')[1] === p);

@@ -3,35 +3,11 @@
 // 670). A name made through the mount right after its lookup is seen at once (the kernel replaces its negative entry);
 // one made by another path (the VolumeService, as a tool writes) shows once the second has passed.
 import test from 'ava';
-import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { MountManager } from '../../src/fuse/mounts.ts';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { fsalFixture, TENANT } from '../fsal/support.ts';
-
-/** A shell command in a child process: the FUSE callbacks run on this process's event loop, which must stay free. */
-function sh(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) =>
-    execFile('sh', ['-c', script], { timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr })),
-  );
-}
+import { TENANT } from '../fsal/support.ts';
+import { mountedVolume, sh } from './support.ts';
 
 test('a missing name is looked up once per second through the mount; one made through the mount shows at once, one made elsewhere within the second', async (t) => {
-  const f = await fsalFixture();
-  const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-neg-'));
-  const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
-  const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger() });
-  t.teardown(async () => {
-    await mounts.closeAll();
-    await f.close();
-    await rm(prefix, { recursive: true, force: true });
-  });
-  const exec = await f.execution();
-  const vol = await f.volume();
-  await f.grant(exec, vol);
-  const mnt = await mounts.mount({ execution_id: exec, volume_id: vol, tenant_id: TENANT });
+  const { f, vol, mnt } = await mountedVolume(t);
   const notFound = async (p: string): Promise<number> => {
     await f.fsal.flushEvents();
     const r = await f.db.query<{ n: string }>("SELECT count(*) AS n FROM storage_events WHERE volume_id = $1 AND operation = 'getattr' AND status = 'NOT_FOUND' AND path = $2", [vol, p]);
