@@ -34,6 +34,12 @@ export interface ActorPostOptions {
   backoff?: BackoffPolicy;
   /** Per call (default 2 s): a holder that does not answer in that long is tried again. */
   callTimeoutMs?: number;
+  /**
+   * A client to a peer not told anything for this long is closed (default 10 min). Peers come and go (workers
+   * replaced, addresses of restarted nodes): without it a long-lived controller kept a channel per address it ever
+   * told, for good.
+   */
+  clientIdleMs?: number;
 }
 
 export const TELL_BACKOFF: BackoffPolicy = { baseMs: 25, capMs: 500 };
@@ -46,7 +52,8 @@ function isUnavailable(err: unknown): boolean {
 
 export class ActorPost implements Teller {
   private readonly local = new Map<TellKind, LocalDelivery>();
-  private readonly clients = new Map<string, NodeClusterClient>();
+  private readonly clients = new Map<string, { client: NodeClusterClient; usedAt: number }>();
+  private sweptAt = 0;
   private credentials: (() => Promise<CallCredentials>) | undefined;
   private readonly log: Logger;
   private closed = false;
@@ -126,17 +133,37 @@ export class ActorPost implements Teller {
   }
 
   private client(address: string): NodeClusterClient {
+    const now = Date.now();
+    this.closeIdle(now);
     let c = this.clients.get(address);
     if (!c) {
-      c = new NodeClusterClient(address, this.o.callTimeoutMs ?? 2_000);
+      c = { client: new NodeClusterClient(address, this.o.callTimeoutMs ?? 2_000), usedAt: now };
       this.clients.set(address, c);
     }
-    return c;
+    c.usedAt = now;
+    return c.client;
+  }
+
+  /** Closes the clients not used for clientIdleMs; looks at most once per tenth of that. */
+  private closeIdle(now: number): void {
+    const idleMs = this.o.clientIdleMs ?? 10 * 60_000;
+    if (now - this.sweptAt < idleMs / 10) return;
+    this.sweptAt = now;
+    for (const [address, c] of this.clients) {
+      if (now - c.usedAt <= idleMs) continue;
+      c.client.close();
+      this.clients.delete(address);
+    }
+  }
+
+  /** Peers this post holds a client to (metrics, tests). */
+  openClients(): number {
+    return this.clients.size;
   }
 
   close(): void {
     this.closed = true;
-    for (const c of this.clients.values()) c.close();
+    for (const c of this.clients.values()) c.client.close();
     this.clients.clear();
   }
 }

@@ -1,0 +1,35 @@
+// ActorPost keeps one gRPC client per peer address it tells; a client not used for clientIdleMs is closed, so a
+// long-lived controller does not keep a channel to every worker address it ever told (workers replaced, restarted
+// nodes on new ports). The peers here are addresses nothing listens on: the tell fails over to the row (unheld).
+import test from 'ava';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { generateNodeKey } from '../../src/cluster/node-key.ts';
+import { ActorPost } from '../../src/cluster/tell/post.ts';
+import { silentLogger } from '../../src/logging/logger.ts';
+import { openDb } from '../../src/storage/open.ts';
+import { createTestDatabase } from '../support/pg.ts';
+
+test('a client to a peer not told for clientIdleMs is closed; one in use stays', async (t) => {
+  const tdb = await createTestDatabase({ migrated: true });
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-tell-clients-'));
+  const db = await openDb({ url: tdb.url, dataDir }, silentLogger());
+  t.teardown(async () => {
+    await db.close();
+    await tdb.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const key = generateNodeKey();
+  const post = new ActorPost({ db, nodeId: 'node-a', logger: silentLogger(), credentials: async () => ({ token: 'unused', key }), retryForMs: 0, callTimeoutMs: 200, clientIdleMs: 300 });
+  t.teardown(() => post.close());
+  const tellAt = (address: string): Promise<unknown> => post.tell('workflow', randomUUID(), { type: 'wake', topic: 't' }, { gone: false, nodeId: 'node-b', address });
+
+  await tellAt('127.0.0.1:1');
+  await tellAt('127.0.0.1:2');
+  t.is(post.openClients(), 2);
+  await new Promise((r) => setTimeout(r, 400));
+  await tellAt('127.0.0.1:2');
+  t.is(post.openClients(), 1, 'the client to the peer not told for 400 ms was closed');
+});
