@@ -4,6 +4,7 @@
 import type { ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
+import { ProcessRuntime } from '../../src/agents/runtime/process.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
@@ -81,11 +82,17 @@ export async function startEngine(
   const bus = new MemoryBus();
   const actors = new ActorRuntime(logger, `t-${randomBytes(4).toString('hex')}`);
   const defs = new WorkflowDefinitionService(db, logger);
-  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.system ? { system: o.system } : {}), ...(o.parkAfterMs !== undefined ? { parkAfterMs: o.parkAfterMs } : {}) });
+  // System states run in a sandbox runtime owned here (made as the engine's defaultSystemSandbox makes it), so that
+  // teardown ends its spawner helper. Left to unref itself when idle, a helper once stayed referenced under load
+  // with no sandbox left, and held this file's ava worker for minutes after its last test (issue 15).
+  const systemRuntime = o.system ? undefined : new ProcessRuntime({ logger, sandbox: 'bwrap' });
+  const system: SystemSandbox = o.system ?? { runtime: () => systemRuntime!, scratchDir: path.join(os.tmpdir(), 'orch-workflows') };
+  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, system, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.parkAfterMs !== undefined ? { parkAfterMs: o.parkAfterMs } : {}) });
   const stopSweeper = o.parkAfterMs !== undefined ? cap.startSweeper(200) : undefined;
   t.teardown(async () => {
     await stopSweeper?.();
     await actors.shutdown(2000);
+    systemRuntime?.close();
     await bus.close();
     await db.close();
   });
