@@ -32,7 +32,8 @@ function rank(file) {
 
 export default {
   extensions: { ts: 'module' },
-  require: ['tsx'],
+  // ORCH_FILE_TIMING=<file>: each worker appends its file's wall, CPU and exit delay there (scripts/ava-file-timing.cjs).
+  require: ['tsx', ...(process.env.ORCH_FILE_TIMING ? ['./scripts/ava-file-timing.cjs'] : [])],
   workerThreads: false,
   files: ['test/**/*.test.ts'],
   timeout: '3m',
