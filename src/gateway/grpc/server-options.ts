@@ -9,7 +9,7 @@
 // no server option, so newGrpcServer sets the HTTP/2 server's settings and each session's connection window itself.
 // Nagle's algorithm is already off on the accepted sockets (Node's HTTP/2 server sets TCP_NODELAY;
 // test/grpc/server-windows.test.ts checks it): the session's socket is a proxy that refuses setNoDelay anyway.
-import type { Http2Server, ServerHttp2Session } from 'node:http2';
+import { constants as http2Constants, type Http2Server, type ServerHttp2Session } from 'node:http2';
 import { Server, type ServerOptions } from '@grpc/grpc-js';
 
 export const DEFAULT_SERVER_OPTIONS: ServerOptions = { 'grpc.enable_channelz': 0 };
@@ -23,6 +23,19 @@ interface GrpcServerInternals {
   _setupHandlers?: (http2Server: Http2Server, ...rest: unknown[]) => void;
 }
 
+/** The open HTTP/2 sessions of each server newGrpcServer made (destroySessions). */
+const openSessions = new WeakMap<Server, Set<ServerHttp2Session>>();
+
+/**
+ * Destroys every HTTP/2 session still open on a server newGrpcServer made: their calls end CANCELLED at the client.
+ * For after grpc-js's forceShutdown, which destroys only the sessions it tracks for channelz; with channelz off
+ * (DEFAULT_SERVER_OPTIONS) it tracks none, and a stream that never ended stayed open until the client's deadline.
+ */
+export function destroySessions(server: Server): void {
+  for (const session of openSessions.get(server) ?? []) session.destroy(undefined, http2Constants.NGHTTP2_CANCEL);
+}
+
+/** Widens the windows of each session (above) and keeps the open sessions for destroySessions. */
 function widenWindows(server: Server, window: number): void {
   const internals = server as unknown as GrpcServerInternals;
   const common = internals.commonServerOptions;
@@ -30,8 +43,12 @@ function widenWindows(server: Server, window: number): void {
   // A grpc-js without these internals keeps its defaults (slower, still correct).
   if (!common || typeof setup !== 'function') return;
   common.settings = { ...common.settings, initialWindowSize: window };
+  const sessions = new Set<ServerHttp2Session>();
+  openSessions.set(server, sessions);
   internals._setupHandlers = function (this: Server, http2Server: Http2Server, ...rest: unknown[]) {
     http2Server.on('session', (session: ServerHttp2Session) => {
+      sessions.add(session);
+      session.once('close', () => sessions.delete(session));
       try {
         session.setLocalWindowSize(window);
       } catch {

@@ -1,6 +1,7 @@
 // Binds a grpc.Server to a host and port and gives back the real port (port 0 picks a free one) and an
 // idempotent close that lets in-flight calls finish for a while, then cuts them off.
 import { ServerCredentials, type Server } from '@grpc/grpc-js';
+import { destroySessions } from './server-options.ts';
 
 export interface RunningGrpcServer {
   /** The bound port; the kernel's choice when 0 was asked for. */
@@ -37,6 +38,8 @@ export function startGrpcServer(server: Server, host: string, port: number, opti
         closing ??= new Promise<void>((done) => {
           const timer = setTimeout(() => {
             server.forceShutdown();
+            // forceShutdown leaves the sessions of a server without channelz open (server-options.ts).
+            destroySessions(server);
             done();
           }, shutdownTimeoutMs);
           timer.unref();
