@@ -10,7 +10,7 @@ import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
 import { fuseBinding, type FuseInstance } from './binding.ts';
 import { FsalRemote, type FsalConnection, type FsalTarget } from './fsal-client.ts';
-import { fsalOperations } from './operations.ts';
+import { fsalOperations, type FsalOperationsOptions } from './operations.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TENANT = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -20,8 +20,8 @@ export interface MountManagerOptions {
   mountPrefix: string;
   fsal: FsalConnection;
   logger: Logger;
-  /** See FsalOperationsOptions.namesCacheMs (tests). */
-  namesCacheMs?: number;
+  /** The daemon's caches per mount (FsalOperationsOptions; tests). */
+  operations?: FsalOperationsOptions;
 }
 
 interface Mounted {
@@ -93,7 +93,7 @@ export class MountManager {
       }
       const mountPath = path.join(this.opts.mountPrefix, target.volume_id);
       await this.prepareMountpoint(mountPath);
-      const fuse = new Fuse(mountPath, fsalOperations(remote, this.log, this.opts.namesCacheMs === undefined ? {} : { namesCacheMs: this.opts.namesCacheMs }), {
+      const fuse = new Fuse(mountPath, fsalOperations(remote, this.log, this.opts.operations), {
         force: true,
         allowOther: true,
         fsname: `orch-fsal:${target.volume_id}`,

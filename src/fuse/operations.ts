@@ -48,6 +48,8 @@ const ATTR_TTL_MS = 1000;
  * it (EEXIST), as the disk would.
  */
 const MISSING_TTL_MS = 1000;
+/** The most entries each of the daemon's caches of attributes and names keeps per mount. */
+const CACHE_MAX = 10_000;
 
 export interface FsalOperationsOptions {
   /**
@@ -55,6 +57,8 @@ export interface FsalOperationsOptions {
    * every name it did not make there). Tests lengthen it to make the count of FSAL calls independent of the load.
    */
   namesCacheMs?: number;
+  /** The most entries each cache keeps (CACHE_MAX); tests make it small. */
+  cacheMax?: number;
 }
 
 interface Block {
@@ -185,6 +189,7 @@ export function toStats(a: FileAttributes): FuseStats {
 
 export function fsalOperations(remote: FsalRemote, logger: Logger, options: FsalOperationsOptions = {}): FuseOperations {
   const namesTtl = options.namesCacheMs ?? MISSING_TTL_MS;
+  const cacheMax = options.cacheMax ?? CACHE_MAX;
   const log = logger.child({ component: 'fuse-ops', volume_id: remote.target.volume_id });
   let nextFd = 1;
   const files = new Map<number, OpenFile>();
@@ -198,6 +203,19 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
    * exclusive create of it is still refused by the FSAL). Any failed change in the directory drops its entry.
    */
   const madeDirs = new Map<string, { until: number; names: Set<string> }>();
+  /**
+   * Sets an entry of one of the caches above, keeping each under cacheMax entries: entries are dropped only when
+   * looked up after they expire, so a long mount's names (a clone of 100,000 files) would otherwise stay for good.
+   */
+  function remember<V extends { until: number } | number>(map: Map<string, V>, key: string, value: V): void {
+    if (map.size >= cacheMax && !map.has(key)) {
+      const now = Date.now();
+      for (const [k, v] of map) if ((typeof v === 'number' ? v : v.until) <= now) map.delete(k);
+      // All still fresh (a burst): forget the oldest half rather than grow.
+      if (map.size >= cacheMax) for (const k of [...map.keys()].slice(0, Math.ceil(cacheMax / 2))) map.delete(k);
+    }
+    map.set(key, value);
+  }
   const parentOf = (p: string): string => {
     const i = p.lastIndexOf('/');
     return i <= 0 ? '/' : p.slice(0, i);
@@ -332,7 +350,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     try {
       return await remote.getAttr(path);
     } catch (err) {
-      if (errnoFor(err) === 'ENOENT') missing.set(path, Date.now() + namesTtl);
+      if (errnoFor(err) === 'ENOENT') remember(missing, path, Date.now() + namesTtl);
       throw err;
     }
   }
@@ -400,7 +418,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
       changing([path], () => remote.create(path, mode & 0o7777, true), () => named(path, true)).then(
         (res) => {
           // The kernel asks for the new file's attributes next: answer them from the Create.
-          if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
+          if (res.attributes) remember(attrs, path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
           cb(0, nextFd++);
         },
         (err: unknown) => cb(neg(errnoFor(err))),
@@ -419,7 +437,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     write(path, _fd, buf, len, pos, cb) {
       forget(path);
       let wb = dirty.get(path);
-      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, (a) => attrs.set(path, { a, until: Date.now() + ATTR_TTL_MS }))));
+      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, (a) => remember(attrs, path, { a, until: Date.now() + ATTR_TTL_MS }))));
       // Copied into the path's buffer before the callback: the binding reuses `buf` once it has answered.
       wb.write(buf, len, pos).then(
         () => cb(len),
@@ -492,10 +510,10 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
         async () => {
           const res = await changing([path], () => remote.mkDir(path, mode & 0o7777), () => {
             named(path, true);
-            madeDirs.set(path, { until: Date.now() + namesTtl, names: new Set() });
+            remember(madeDirs, path, { until: Date.now() + namesTtl, names: new Set<string>() });
           });
           // The kernel looks the new directory up next: answer it from the MkDir, as create does.
-          if (res.attributes) attrs.set(path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
+          if (res.attributes) remember(attrs, path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
         },
         cb,
       );

@@ -11,7 +11,7 @@ import { mountedVolume, sh } from './support.ts';
 
 test('an exclusive create of a new file and a stat after writing it cost Create and Write and one lookup', async (t) => {
   // The daemon remembers names for a minute instead of a second, so that what is counted does not depend on the load.
-  const { f, vol, mnt, calls } = await mountedVolume(t, { namesCacheMs: 60_000 });
+  const { f, vol, mnt, calls } = await mountedVolume(t, { operations: { namesCacheMs: 60_000 } });
 
   // `set -C` (noclobber): the shell opens the file O_CREAT|O_EXCL, as git's checkout does.
   const made = await sh(`cd ${mnt} && set -C && echo 'checked out' > new.txt && stat -c %s new.txt`);
@@ -49,3 +49,17 @@ test('an exclusive create of a new file and a stat after writing it cost Create 
   t.is(cut.code, 0, cut.stderr);
   t.is(cut.stdout, '5\nhello');
 });
+
+test("the daemon's name cache keeps at most cacheMax entries: past it, the oldest names are asked for again", async (t) => {
+  // A minute per name, at most 8 names: twenty probes of missing names overflow it.
+  const { mnt, calls } = await mountedVolume(t, { operations: { namesCacheMs: 60_000, cacheMax: 8 } });
+  const probe = (names: string[]): Promise<unknown> => sh(`cd ${mnt} && for n in ${names.join(' ')}; do test -e $n; test -e $n; done`);
+  const names = Array.from({ length: 20 }, (_, i) => `m${i}`);
+  await probe(names);
+  // The kernel remembers missing names for a second too: wait it out, so the daemon's memory is what is measured.
+  await new Promise((r) => setTimeout(r, 1500));
+  await probe(['m0', 'm19']);
+  t.is((await calls('/m19')).length, 1, 'a recent name is answered from memory');
+  t.is((await calls('/m0')).length, 2, 'the oldest name was dropped and asked for again');
+});
+

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { MountManager } from '../../src/fuse/mounts.ts';
+import type { FsalOperationsOptions } from '../../src/fuse/operations.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { fsalFixture, TENANT, type FsalFixture } from '../fsal/support.ts';
 
@@ -34,7 +35,7 @@ export interface MountedVolume {
 }
 
 /** An execution's volume of `limit` bytes, mounted through the FUSE binding; everything is undone at teardown. */
-export async function mountedVolume(t: ExecutionContext, o: { limit?: number; namesCacheMs?: number } = {}): Promise<MountedVolume> {
+export async function mountedVolume(t: ExecutionContext, o: { limit?: number; operations?: FsalOperationsOptions } = {}): Promise<MountedVolume> {
   const f = await fsalFixture();
   const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-'));
   const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
@@ -42,7 +43,7 @@ export async function mountedVolume(t: ExecutionContext, o: { limit?: number; na
     mountPrefix: prefix,
     fsal: { address: f.address, token },
     logger: silentLogger(),
-    ...(o.namesCacheMs === undefined ? {} : { namesCacheMs: o.namesCacheMs }),
+    ...(o.operations === undefined ? {} : { operations: o.operations }),
   });
   t.teardown(async () => {
     await mounts.closeAll();
