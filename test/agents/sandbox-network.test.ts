@@ -80,7 +80,14 @@ async function probe(t: ExecutionContext, how: 'start' | 'run' | 'exec', network
   const command = ['node', '/workspace/probe.mjs', '/workspace/out.json', ...targets];
   const s = spec({ command, mounts, network, ...(user ? { user } : {}) });
   if (how === 'run') {
-    const r = await rt.run(s, { timeoutMs: 60_000, maxOutputBytes: 8192 });
+    let r = await rt.run(s, { timeoutMs: 60_000, maxOutputBytes: 8192 });
+    // bwrap failed to set up the new namespace's loopback before running anything (seen once in a clean-clone run
+    // of the suite, stop 31: "bwrap: loopback: Failed RTM_NEWADDR: No child processes"; not reproduced alone): the
+    // probe did not run, so once more. What is checked below is unchanged; a second failure fails the test.
+    if (r.exit_code !== 0 && /^bwrap: loopback: Failed/.test(r.stderr)) {
+      t.log(`sandbox setup failed once, retried: ${r.stderr.trim()}`);
+      r = await rt.run(s, { timeoutMs: 60_000, maxOutputBytes: 8192 });
+    }
     t.is(r.exit_code, 0, r.stderr);
   } else if (how === 'start') {
     const h = await rt.start(s);
