@@ -3,24 +3,13 @@
 // nodes on new ports). The peers here are addresses nothing listens on: the tell fails over to the row (unheld).
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { generateNodeKey } from '../../src/cluster/node-key.ts';
 import { ActorPost } from '../../src/cluster/tell/post.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
+import { testDb } from './harness.ts';
 
 test('a client to a peer not told for clientIdleMs is closed; one in use stays', async (t) => {
-  const tdb = await createTestDatabase({ migrated: true });
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-tell-clients-'));
-  const db = await openDb({ url: tdb.url, dataDir }, silentLogger());
-  t.teardown(async () => {
-    await db.close();
-    await tdb.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const db = await testDb(t);
   const key = generateNodeKey();
   const post = new ActorPost({ db, nodeId: 'node-a', logger: silentLogger(), credentials: async () => ({ token: 'unused', key }), retryForMs: 0, callTimeoutMs: 200, clientIdleMs: 300 });
   t.teardown(() => post.close());

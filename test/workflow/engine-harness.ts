@@ -4,7 +4,6 @@
 import type { ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
-import { ProcessRuntime } from '../../src/agents/runtime/process.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
@@ -14,7 +13,7 @@ import { openMigratedPglite } from '../../src/storage/open.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startWorkflowCapability, type WorkflowCapability } from '../../src/workflow/engine/capability.ts';
+import { defaultSystemSandbox, startWorkflowCapability, type WorkflowCapability } from '../../src/workflow/engine/capability.ts';
 import type { SystemSandbox } from '../../src/workflow/states/system.ts';
 import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
 import type { EngineDeps } from '../../src/workflow/engine/run.ts';
@@ -82,17 +81,17 @@ export async function startEngine(
   const bus = new MemoryBus();
   const actors = new ActorRuntime(logger, `t-${randomBytes(4).toString('hex')}`);
   const defs = new WorkflowDefinitionService(db, logger);
-  // System states run in a sandbox runtime owned here (made as the engine's defaultSystemSandbox makes it), so that
-  // teardown ends its spawner helper. Left to unref itself when idle, a helper once stayed referenced under load
-  // with no sandbox left, and held this file's ava worker for minutes after its last test (issue 15).
-  const systemRuntime = o.system ? undefined : new ProcessRuntime({ logger, sandbox: 'bwrap' });
-  const system: SystemSandbox = o.system ?? { runtime: () => systemRuntime!, scratchDir: path.join(os.tmpdir(), 'orch-workflows') };
+  // System states run in the engine's default sandbox, made here rather than inside the capability so that teardown
+  // ends its spawner helper. Left to unref itself when idle, a helper once stayed referenced under load with no
+  // sandbox left, and held this file's ava worker for minutes after its last test (issue 15).
+  const ownSystem = o.system ? undefined : defaultSystemSandbox(logger);
+  const system: SystemSandbox = o.system ?? ownSystem!;
   const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, system, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.parkAfterMs !== undefined ? { parkAfterMs: o.parkAfterMs } : {}) });
   const stopSweeper = o.parkAfterMs !== undefined ? cap.startSweeper(200) : undefined;
   t.teardown(async () => {
     await stopSweeper?.();
     await actors.shutdown(2000);
-    systemRuntime?.close();
+    ownSystem?.close();
     await bus.close();
     await db.close();
   });

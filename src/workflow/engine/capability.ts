@@ -61,9 +61,10 @@ export interface WorkflowCapability {
 }
 
 /** System states in a bubblewrap sandbox (never unsandboxed), per-run scratch workspaces under the tmpdir. */
-export function defaultSystemSandbox(logger: Logger): SystemSandbox {
+/** The System states' sandbox when none is given; `close` ends its runtime (its spawner helper) for an owner that stops. */
+export function defaultSystemSandbox(logger: Logger): SystemSandbox & { close(): void } {
   const runtime = new ProcessRuntime({ logger, sandbox: 'bwrap' });
-  return { runtime: () => runtime, scratchDir: path.join(os.tmpdir(), 'orch-workflows') };
+  return { runtime: () => runtime, scratchDir: path.join(os.tmpdir(), 'orch-workflows'), close: () => runtime.close() };
 }
 
 export function startWorkflowCapability(o: {
