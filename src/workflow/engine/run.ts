@@ -23,6 +23,7 @@ import type { Parker } from './parking.ts';
 import type { RunSnapshot, StepWriter } from './writer.ts';
 import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
+import { isBuiltinCommand } from '../states/system.ts';
 
 const DEFAULT_STATE_TIMEOUT_S = 300;
 /** The safety-net poll of a waiting run (spec.workflow.poll_seconds). */
@@ -74,9 +75,20 @@ function abortPromise(signal: AbortSignal): { promise: Promise<never>; dispose: 
   return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
+/**
+ * A state that acts on nothing outside the run (a built-in System command): the engine may run it before the step
+ * that entered it is committed, because running it neither acts nor announces; its own step is still written and
+ * committed in order after that one, so a crash leaves the same prefix of committed steps as without pipelining.
+ */
+function pipelinable(state: WorkflowState): boolean {
+  return state.kind === 'System' && isBuiltinCommand(state.command);
+}
+
 export class WorkflowRun {
   private readonly snap: RunSnapshot;
   private lastSeq: number;
+  /** Steps of this run written but not yet known committed, oldest first (pipelined built-in steps). */
+  private readonly outstanding: { settled: Promise<unknown>; firstSeq: number; events: NewWorkflowEvent[] }[] = [];
   private readonly log: Logger;
   private signal: AbortSignal = new AbortController().signal;
   /** spec.storage volume ids, once provisioned by this incarnation. */
@@ -138,6 +150,9 @@ export class WorkflowRun {
         await this.finish('failed', [], `state "${name}" does not exist in the manifest`);
         return;
       }
+      // Anything but a built-in may act (start a sandbox, ask a human, start a child): the steps before it are
+      // committed first.
+      if (!pipelinable(state)) await this.settle();
       const visit = this.snap.visits[name] ?? 1;
       let result: StateResult;
       let human: { feedback: string | null; approval: ApprovalAnswer } | undefined;
@@ -435,7 +450,8 @@ export class WorkflowRun {
       iteration_number: nextVisit,
       payload: { entered_at: now, from: name },
     });
-    await this.commit(events, true);
+    if (pipelinable(target)) await this.commitPipelined(events);
+    else await this.commit(events, true);
   }
 
   private async complete(events: NewWorkflowEvent[]): Promise<void> {
@@ -485,15 +501,48 @@ export class WorkflowRun {
   }
 
   private async commit(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<void> {
+    // A step with more statements (an approval row, expiring approvals) goes out after the run's earlier steps.
+    if (after) await this.settle();
+    // At most two of the run's steps in flight: a step carries the events of the one before it only.
+    while (this.outstanding.length > 1) await this.outstanding.shift()!.settled;
+    const written = this.write(events, transition, after);
+    await written;
+    await this.settle();
+  }
+
+  /**
+   * Writes a transition into a built-in state without waiting for its commit, when the writer has nothing else to do
+   * (a lone run: each step's round trip and the node's work for the next step then overlap with the database's
+   * commit of this one). At most two of the run's steps are in flight; a busy writer batches instead (commit).
+   */
+  private async commitPipelined(events: NewWorkflowEvent[]): Promise<void> {
+    while (this.outstanding.length > 1) await this.outstanding.shift()!.settled;
+    if (!this.deps.writer.idleExcept(this.outstanding.length)) return this.commit(events, true);
+    const written = this.write(events, true);
+    // Observed by settle (or by the next step's wait); a failure then fails the run, which resumes from its row.
+    written.catch(() => undefined);
+  }
+
+  /** Hands the step to the writer (after the run's outstanding one, whose events it carries) and counts it. */
+  private write(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<unknown> {
     const firstSeq = this.lastSeq + 1;
-    await this.deps.writer.write({
+    const previous = this.outstanding[this.outstanding.length - 1];
+    const settled = this.deps.writer.write({
       fence: this.fence,
       snapshot: { ...this.snap },
       firstSeq,
       events,
       transition,
       ...(after ? { after } : {}),
+      ...(previous ? { previous } : {}),
     });
+    this.outstanding.push({ settled, firstSeq, events });
     this.lastSeq += events.length;
+    return settled;
+  }
+
+  /** Waits until every step this run wrote is committed; throws the first failure. */
+  private async settle(): Promise<void> {
+    while (this.outstanding.length > 0) await this.outstanding.shift()!.settled;
   }
 }

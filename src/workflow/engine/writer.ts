@@ -28,12 +28,24 @@ export interface StepWrite {
   transition: boolean;
   /** More statements of the same transaction (e.g. the approval row of a Human state); must be retry-safe. */
   after?: (tx: Queryable) => Promise<void>;
+  /**
+   * The run's previous step, written but not yet known committed when this one was (WorkflowRun's pipelined built-in
+   * steps): this step may go out while that one is in flight, and carries that step's events too, so that whichever
+   * of the two the database applies last leaves the row and its events whole. Its own events are announced, and its
+   * promise settled, only after the previous step's.
+   */
+  previous?: { settled: Promise<unknown>; firstSeq: number; events: NewWorkflowEvent[] };
 }
 
 interface Pending {
   w: StepWrite;
   resolve: (events: BusEvent<Record<string, unknown>>[]) => void;
   reject: (err: unknown) => void;
+  /** Whether the database applied this step's statement (answered when its transaction ends). */
+  applied: Promise<boolean>;
+  answer: (applied: boolean) => void;
+  /** The run's next step, written while this one was in flight; it carries this step's events. */
+  successor?: Pending;
 }
 
 export interface WriterOptions {
@@ -72,7 +84,7 @@ const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboa
 // The ids also go as a UUID[] of their own ($1), for the index-driven lookup below.
 const V_ROWS = `SELECT * FROM jsonb_to_recordset($2::JSONB) AS v(id UUID, owner TEXT, epoch INT4, status TEXT, current_state TEXT,
        blackboard JSONB, context JSONB, visits JSONB, total_transitions INT4, feedback TEXT, human_feedback TEXT, final_output JSONB,
-       error TEXT, last_seq INT4, transition BOOLEAN)`;
+       error TEXT, last_seq INT4, prev_seq INT4, transition BOOLEAN)`;
 const E_ROWS = `SELECT * FROM jsonb_to_recordset($3::JSONB) AS e(execution_id UUID, seq INT4, type TEXT, event_key TEXT, state_name TEXT,
        iteration_number INT4, payload JSONB)`;
 
@@ -98,6 +110,7 @@ function rowParams(batch: Pending[]): [string[], string] {
       final_output: s.final_output ?? undefined,
       error: s.error,
       last_seq: w.firstSeq - 1 + w.events.length,
+      prev_seq: w.firstSeq - 1,
       transition: w.transition,
     };
   });
@@ -108,26 +121,33 @@ function rowParams(batch: Pending[]): [string[], string] {
 function eventParams(batch: Pending[]): string {
   const events: unknown[] = [];
   for (const { w } of batch) {
-    w.events.forEach((e, i) =>
-      events.push({
-        execution_id: w.fence.key,
-        seq: w.firstSeq + i,
-        type: e.type,
-        event_key: e.key,
-        state_name: e.state_name ?? null,
-        iteration_number: e.iteration_number ?? null,
-        payload: e.payload,
-      }),
-    );
+    // A pipelined step's previous events first (inserted unless that step's own statement did: ON CONFLICT).
+    if (w.previous) eventRows(events, w.fence.key, w.previous.firstSeq, w.previous.events);
+    eventRows(events, w.fence.key, w.firstSeq, w.events);
   }
   return JSON.stringify(events);
+}
+
+function eventRows(out: unknown[], executionId: string, firstSeq: number, events: NewWorkflowEvent[]): void {
+  events.forEach((e, i) =>
+    out.push({
+      execution_id: executionId,
+      seq: firstSeq + i,
+      type: e.type,
+      event_key: e.key,
+      state_name: e.state_name ?? null,
+      iteration_number: e.iteration_number ?? null,
+      payload: e.payload,
+    }),
+  );
 }
 
 // `w.id = ANY($1)` names the rows by the primary key itself, so the rows are found through the index whatever join
 // the planner picks for `v`: joined only through `w.id = v.id`, a plan made while the table was small (or a hash
 // join by another optimizer) reads the whole table per statement, and every step costs O(history) (issue 23).
 const UPDATE_ROWS = `UPDATE workflow_executions AS w SET ${UPDATE_SET} FROM v
-       WHERE w.id = ANY($1::UUID[]) AND w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch RETURNING w.id`;
+       WHERE w.id = ANY($1::UUID[]) AND w.id = v.id AND w.owner_node = v.owner AND w.epoch = v.epoch AND w.last_seq <= v.prev_seq
+       RETURNING w.id`;
 
 const UPDATE_ONLY = `WITH v AS (${V_ROWS}) ${UPDATE_ROWS}`;
 
@@ -168,7 +188,11 @@ function busEvents(w: StepWrite, at: string): BusEvent<Record<string, unknown>>[
 
 export class StepWriter {
   private readonly queue: Pending[] = [];
+  /** Each write's promise to its step, so a pipelined step can name the one before it (StepWrite.previous). */
+  private readonly written = new WeakMap<Promise<unknown>, Pending>();
   private inFlight = 0;
+  /** Steps in the transactions in flight. */
+  private inFlightSteps = 0;
   private scheduled = false;
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
@@ -189,10 +213,20 @@ export class StepWriter {
 
   /** Commits the step (with other runs' steps) and answers its events once committed; announces them after. */
   write(w: StepWrite): Promise<BusEvent<Record<string, unknown>>[]> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ w, resolve, reject });
-      this.schedule();
+    let answer!: (applied: boolean) => void;
+    const applied = new Promise<boolean>((r) => (answer = r));
+    let pending!: Pending;
+    const settled = new Promise<BusEvent<Record<string, unknown>>[]>((resolve, reject) => {
+      pending = { w, resolve, reject, applied, answer };
     });
+    if (w.previous) {
+      const before = this.written.get(w.previous.settled);
+      if (before) before.successor = pending;
+    }
+    this.written.set(settled, pending);
+    this.queue.push(pending);
+    this.schedule();
+    return settled;
   }
 
   /**
@@ -209,12 +243,55 @@ export class StepWriter {
     });
   }
 
+  /**
+   * Nothing is queued and no transaction is in flight but (at most) `mine`, the caller's own: a run may then send its
+   * next built-in step while its previous one commits (WorkflowRun). A busy writer batches instead.
+   */
+  idleExcept(mine: number): boolean {
+    return this.queue.length + this.inFlightSteps <= mine;
+  }
+
   private pump(): void {
-    while (this.inFlight < this.maxInFlight && this.queue.length > 0 && (this.inFlight === 0 || this.queue.length >= this.minParallelBatch)) {
-      const batch = this.queue.splice(0, this.maxBatch);
+    while (
+      this.inFlight < this.maxInFlight &&
+      this.queue.length > 0 &&
+      (this.inFlight === 0 || this.queue.length >= this.minParallelBatch || this.aloneAfterPrevious())
+    ) {
+      const batch = this.take();
       this.inFlight++;
+      this.inFlightSteps += batch.length;
       this.flush(batch).catch((err: unknown) => this.logger.error({ err }, 'the workflow step writer failed'));
     }
+  }
+
+  /**
+   * A lone run's pipelined step: the only step queued, and the only transaction in flight is (at most) its run's
+   * previous step. It goes out at once, to wait for that step's row lock in the database rather than in this queue.
+   * With other runs about, steps go out in batches as usual (a pipelined step then simply waits for the next one).
+   */
+  private aloneAfterPrevious(): boolean {
+    return this.inFlightSteps <= 1 && this.queue.length === 1 && this.queue[0]!.w.previous !== undefined;
+  }
+
+  /**
+   * The next batch, in queue order, with at most one step per run: a run's second step waits for the next batch, so
+   * its row is updated once per statement and its steps commit in order (the later transaction waits for the
+   * earlier one's row lock, then finds the row at the `last_seq` it expects).
+   */
+  private take(): Pending[] {
+    const batch: Pending[] = [];
+    const rest: Pending[] = [];
+    const runs = new Set<string>();
+    for (const p of this.queue) {
+      if (batch.length < this.maxBatch && !runs.has(p.w.fence.key)) {
+        batch.push(p);
+        runs.add(p.w.fence.key);
+      } else {
+        rest.push(p);
+      }
+    }
+    this.queue.splice(0, this.queue.length, ...rest);
+    return batch;
   }
 
   private async flush(batch: Pending[]): Promise<void> {
@@ -228,7 +305,10 @@ export class StepWriter {
           for (const p of ok) if (p.w.after) await p.w.after(tx);
           await insertWorkflowEvents(
             tx,
-            ok.map((p) => ({ executionId: p.w.fence.key, firstSeq: p.w.firstSeq, events: p.w.events })),
+            ok.flatMap((p) => [
+              ...(p.w.previous ? [{ executionId: p.w.fence.key, firstSeq: p.w.previous.firstSeq, events: p.w.previous.events }] : []),
+              { executionId: p.w.fence.key, firstSeq: p.w.firstSeq, events: p.w.events },
+            ]),
           );
           return ids;
         });
@@ -243,27 +323,40 @@ export class StepWriter {
     // take turns) instead of alternating in lockstep rounds. A smaller one waits for this batch's runs to queue their
     // next steps and leaves with them (minParallelBatch): small cohorts merge instead of each paying its own commits.
     this.inFlight--;
+    this.inFlightSteps -= batch.length;
     const ahead = this.queue.length >= this.minParallelBatch;
     if (ahead) this.pump();
-    if (updated === undefined) {
-      for (const p of batch) p.reject(failure);
-      if (!ahead) this.schedule();
-      return;
+    if (updated !== undefined) {
+      this.stats.transactions++;
+      this.stats.steps += batch.length;
     }
-    this.stats.transactions++;
-    this.stats.steps += batch.length;
     const at = new Date().toISOString();
     for (const p of batch) {
-      if (!updated.has(p.w.fence.key)) {
-        p.reject(rowLost(p.w.fence));
-        continue;
-      }
-      const events = busEvents(p.w, at);
-      // Announce in order; the database already holds them, so a failed announcement only delays live viewers.
-      if (this.bus) for (const e of events) this.bus.publish(e).catch((err: unknown) => this.logger.warn({ err }, 'publishing a workflow event failed'));
-      p.resolve(events);
+      const applied = updated?.has(p.w.fence.key) === true;
+      p.answer(applied);
+      void this.settle(p, applied, updated === undefined ? failure : rowLost(p.w.fence), at);
     }
     if (!ahead) this.schedule();
+  }
+
+  /**
+   * Answers a step's writer. A pipelined step settles after its run's previous one, so its events are announced
+   * after that step's. A step the database did not apply is still committed when its successor (which carries its
+   * events) was applied: the two went out on different connections, and the successor may reach the row first —
+   * then this one finds the row past it (`last_seq <= prev_seq` fails) and the successor's commit holds both.
+   */
+  private async settle(p: Pending, applied: boolean, failure: unknown, at: string): Promise<void> {
+    if (p.w.previous) await p.w.previous.settled.catch(() => undefined);
+    if (!applied && p.successor) applied = await p.successor.applied;
+    if (applied) p.resolve(this.announce(p.w, at));
+    else p.reject(failure);
+  }
+
+  private announce(w: StepWrite, at: string): BusEvent<Record<string, unknown>>[] {
+    const events = busEvents(w, at);
+    // Announce in order; the database already holds them, so a failed announcement only delays live viewers.
+    if (this.bus) for (const e of events) this.bus.publish(e).catch((err: unknown) => this.logger.warn({ err }, 'publishing a workflow event failed'));
+    return events;
   }
 }
 

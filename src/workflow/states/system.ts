@@ -22,6 +22,14 @@ import type { StateResult, StateRunContext, StateRunner } from '../engine/runner
 import type { VolumeResolver, VolumeSettler, VolumeUse } from './container-step.ts';
 
 const BUILTIN = /^\s*(update_blackboard|update_context)(?:\s+([\s\S]*))?$/;
+
+/**
+ * A System state whose command is a built-in: it starts no process and touches nothing outside the run's own
+ * snapshot (its result is a function of the rendered command), so running it acts on nothing and announces nothing.
+ */
+export function isBuiltinCommand(command: string): boolean {
+  return BUILTIN.test(command);
+}
 export const WORKSPACE_PATH = '/workspace';
 const DEFAULT_TIMEOUT_S = 300;
 /** Per stream, the tail kept (as ExecuteSystemCommand keeps it). */
