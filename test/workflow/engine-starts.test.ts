@@ -7,6 +7,10 @@ import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { StartWriter, type StartWrite } from '../../src/workflow/engine/starts.ts';
 import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
+import { createTestDatabase } from '../support/pg.ts';
+import { pgWire } from '../support/pg-wire.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openPg } from '../../src/storage/pg.ts';
 
 test('batched starts: one run per idempotency key, stimulus and run written together, a refused start fails alone', async (t) => {
   const db = await migratedPg(t);
@@ -65,4 +69,59 @@ test('batched starts: one run per idempotency key, stimulus and run written toge
   t.is(results[2]!.status, 'rejected');
   t.is(await count('SELECT count(*)::int AS n FROM workflow_executions WHERE tenant_id = $1'), 17);
   t.is(await count("SELECT count(*)::int AS n FROM stimulus_keys WHERE tenant_id = $1 AND idempotency_key = 'g2'"), 0);
+});
+
+test('a start sends its JSON once encoded, and input of any JSON type, blackboard, ancestry and stimulus read back as written', async (t) => {
+  // Each JSON value used to travel inside an array literal: stringified, then escaped by pg (every quote and
+  // backslash doubled) and parsed twice by the server, so a start's bytes on the wire grew by more than its JSON.
+  const database = await createTestDatabase();
+  const wire = await pgWire(database.url);
+  t.teardown(async () => {
+    await wire.close();
+    await database.drop();
+  });
+  const db = await openPg(wire.url, { logger: silentLogger(), plans: false });
+  t.teardown(() => db.close());
+  await migrate(db, silentLogger());
+  const manifest = parsedManifest(ONE_STATE_WORKFLOW);
+  const odd = 'quote " backslash \\ tab \t unicode é ✓ {braces} [1,2] NULL';
+  const start = (input: unknown, blackboard: Record<string, unknown> = {}, stimulus = false): StartWrite => {
+    const id = randomUUID();
+    return {
+      run: { id, tenantId: 't', workflowId: randomUUID(), workflowName: 'w', workflowVersion: '1.0.0', manifest, input, intent: odd, blackboard, context: { odd }, depth: 1, ancestry: ['parent', odd], ownerNode: 'node-a', leaseMs: 30_000 },
+      events: [{ type: 'WorkflowExecutionStarted', key: 'started', payload: { odd } }],
+      ...(stimulus ? { stimulus: { id: randomUUID(), source: 'hook', idempotencyKey: `k-${id}`, content: odd, headers: { 'x-odd': odd }, routedBy: 'route' as const, confidence: 0.5, ttlSeconds: 60 } } : {}),
+    };
+  };
+  const writer = new StartWriter(db, { maxInFlight: 1 });
+  // Warm: the statement is prepared (its text sent) on the first call; measure the next ones.
+  await writer.write(start({}));
+  wire.reset();
+  await writer.write(start({}));
+  const small = wire.bytes();
+  const big: Record<string, unknown> = {};
+  for (let i = 0; i < 400; i++) big[`key_${i}`] = { text: `value "${i}"`, list: [i, `x${i}`] };
+  wire.reset();
+  await writer.write(start({}, big));
+  const grown = wire.bytes() - small;
+  const json = Buffer.byteLength(JSON.stringify(big));
+  t.true(grown <= json * 1.02 + 64, `a ${json}-byte blackboard made the start ${grown} bytes larger`);
+
+  const inputs: unknown[] = ['just a string', 42, [1, 'two', null], null, { odd }, true];
+  const starts = inputs.map((input, i) => start(input, { i, odd }, i % 2 === 0));
+  const outcomes = await Promise.all(starts.map((w) => writer.write(w)));
+  t.true(outcomes.every((o) => 'row' in o));
+  for (const [i, w] of starts.entries()) {
+    const r = await db.query<{ input: unknown; intent: string; blackboard: unknown; context: unknown; ancestry: unknown; depth: number }>(
+      'SELECT input, intent, blackboard, context, ancestry, depth FROM workflow_executions WHERE id = $1',
+      [w.run.id],
+    );
+    // A null input is stored as {} (as the run row in memory has it).
+    t.deepEqual(r.rows[0], { input: inputs[i] ?? {}, intent: odd, blackboard: { i, odd }, context: { odd }, ancestry: ['parent', odd], depth: 1 });
+    const ev = await db.query<{ payload: unknown }>('SELECT payload FROM workflow_events WHERE execution_id = $1 AND seq = 1', [w.run.id]);
+    t.deepEqual(ev.rows[0]?.payload, { odd });
+    if (!w.stimulus) continue;
+    const s = await db.query<{ content: string; headers: unknown; confidence: number }>('SELECT content, headers, confidence FROM stimuli WHERE id = $1', [w.stimulus.id]);
+    t.deepEqual(s.rows[0], { content: odd, headers: { 'x-odd': odd }, confidence: 0.5 });
+  }
 });

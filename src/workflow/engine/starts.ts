@@ -63,17 +63,21 @@ function keyOf(w: StartWrite): string | undefined {
   return s?.idempotencyKey === undefined ? undefined : JSON.stringify([w.run.tenantId, s.source, s.idempotencyKey]);
 }
 
-// The batch travels as one array per column (unnest, as the step writer's does), so the statement's text is the same
-// whatever the batch size, and it runs as a named prepared statement: each connection parses and plans it once, then
-// only binds and executes (parse and plan were most of PostgreSQL's CPU per statement). Every CTE is always there;
-// empty arrays make it a no-op. Runs point into one array of the batch's distinct manifests.
+// The batch travels as three JSON documents (the runs, their stimuli, their events), read back with
+// jsonb_to_recordset, as the step writer's steps do: the statement's text is the same whatever the batch size, so it
+// runs as a named prepared statement (parsed and planned once per connection), and each document is stringified once
+// by the node and parsed once by the server. Before, each of 40 columns was an array parameter: pg escaped every
+// JSON value character by character into an array literal, and PostgreSQL parsed each literal before the JSON in it
+// (issue 16: the start is on the critical path of every run-and-wait). A run's `input` may be any JSON value and its
+// `ancestry` is an array: they travel as JSON text and are cast, since CockroachDB's jsonb_to_recordset reads only
+// objects into JSONB columns (cockroach#117675). Every CTE is always there; empty documents make it a no-op. Runs
+// point into one array of the batch's distinct manifests ($4).
 const START_SQL = `WITH
      r AS (
-       SELECT * FROM unnest($1::UUID[], $2::UUID[], $3::TEXT[], $4::UUID[], $5::TEXT[], $6::TEXT[], $7::INT4[], $8::JSONB[], $9::TEXT[],
-         $10::TEXT[], $11::JSONB[], $12::JSONB[], $13::JSONB[], $14::UUID[], $15::INT4[], $16::JSONB[], $17::INT4[], $18::TEXT[],
-         $19::INT4[], $20::BOOLEAN[], $21::TEXT[], $22::TEXT[])
-       AS r(id, stimulus_id, tenant_id, workflow_id, workflow_name, workflow_version, manifest_at, input, intent, initial_state, blackboard,
-         context, visits, parent_execution_id, depth, ancestry, last_seq, owner_node, lease_ms, guarded, viewer, fingerprint)
+       SELECT * FROM jsonb_to_recordset($1::JSONB) AS r(id UUID, stimulus_id UUID, tenant_id TEXT, workflow_id UUID, workflow_name TEXT,
+         workflow_version TEXT, manifest_at INT4, input TEXT, intent TEXT, initial_state TEXT, blackboard JSONB, context JSONB, visits JSONB,
+         parent_execution_id UUID, depth INT4, ancestry TEXT, last_seq INT4, owner_node TEXT, lease_ms INT4, guarded BOOLEAN, viewer TEXT,
+         fingerprint TEXT)
      ),
      k AS (SELECT DISTINCT tenant_id, viewer, workflow_name FROM r WHERE r.guarded),
      fp AS (SELECT k.tenant_id, k.viewer, k.workflow_name, ${visibleFingerprintSql('k.tenant_id', 'k.viewer', 'k.workflow_name')} AS current FROM k),
@@ -82,9 +86,8 @@ const START_SQL = `WITH
        WHERE r.guarded AND fp.current IS DISTINCT FROM r.fingerprint
      ),
      s AS (
-       SELECT * FROM unnest($23::UUID[], $24::TEXT[], $25::TEXT[], $26::TEXT[], $27::TEXT[], $28::JSONB[], $29::TEXT[], $30::TEXT[],
-         $31::FLOAT8[], $32::UUID[], $33::FLOAT8[])
-       AS s(id, tenant_id, source, idempotency_key, content, headers, routed_by, workflow_name, confidence, workflow_execution_id, ttl)
+       SELECT * FROM jsonb_to_recordset($2::JSONB) AS s(id UUID, tenant_id TEXT, source TEXT, idempotency_key TEXT, content TEXT, headers JSONB,
+         routed_by TEXT, workflow_name TEXT, confidence FLOAT8, workflow_execution_id UUID, ttl FLOAT8)
      ),
      claim AS (
        INSERT INTO stimulus_keys (tenant_id, source, idempotency_key, stimulus_id, expires_at)
@@ -105,8 +108,8 @@ const START_SQL = `WITH
        INSERT INTO workflow_executions (id, tenant_id, workflow_id, workflow_name, workflow_version, manifest, input, intent,
          status, current_state, blackboard, context, visits, total_transitions, parent_execution_id, depth, ancestry,
          last_seq, owner_node, lease_expires_at, epoch, last_transition_at)
-       SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, ($41::JSONB[])[r.manifest_at], r.input, r.intent,
-         'running', r.initial_state, r.blackboard, r.context, r.visits, 0, r.parent_execution_id, r.depth, r.ancestry,
+       SELECT r.id, r.tenant_id, r.workflow_id, r.workflow_name, r.workflow_version, ($4::JSONB[])[r.manifest_at], r.input::JSONB, r.intent,
+         'running', r.initial_state, r.blackboard, r.context, r.visits, 0, r.parent_execution_id, r.depth, r.ancestry::JSONB,
          r.last_seq, r.owner_node, now() + r.lease_ms * INTERVAL '1 millisecond', 0, now()
        FROM r WHERE r.id NOT IN (SELECT id FROM stale) AND (r.stimulus_id IS NULL OR r.stimulus_id IN (SELECT id FROM sins))
        ON CONFLICT (id) DO NOTHING
@@ -115,8 +118,8 @@ const START_SQL = `WITH
      ev AS (
        INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
        SELECT e.execution_id, e.seq, e.type, e.event_key, e.state_name, e.iteration_number, e.payload, now()
-       FROM unnest($34::UUID[], $35::INT4[], $36::TEXT[], $37::TEXT[], $38::TEXT[], $39::INT4[], $40::JSONB[])
-         AS e(execution_id, seq, type, event_key, state_name, iteration_number, payload)
+       FROM jsonb_to_recordset($3::JSONB)
+         AS e(execution_id UUID, seq INT4, type TEXT, event_key TEXT, state_name TEXT, iteration_number INT4, payload JSONB)
        WHERE e.execution_id IN (SELECT id FROM ins)
        RETURNING 1
      )
@@ -128,11 +131,10 @@ const START_SQL = `WITH
  * (and of starts without a stimulus), their events. Answers, by run id, the inserted runs' server-set columns and the
  * starts refused by their guard (`stale`). */
 export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<Map<string, Inserted>> {
-  const r: unknown[][] = Array.from({ length: 22 }, () => []);
-  const s: unknown[][] = Array.from({ length: 11 }, () => []);
-  const e: unknown[][] = Array.from({ length: 7 }, () => []);
-  const push = (cols: unknown[][], values: unknown[]): void => values.forEach((v, i) => cols[i]!.push(v));
-  // The starts of a batch mostly run the same few workflows: each distinct manifest travels once ($41, by position).
+  const runs: unknown[] = [];
+  const stimuli: unknown[] = [];
+  const events: unknown[] = [];
+  // The starts of a batch mostly run the same few workflows: each distinct manifest travels once ($4, by position).
   const manifests: string[] = [];
   const manifestAt = new Map<string, number>();
   const at = (m: object): number => {
@@ -149,16 +151,57 @@ export async function insertStarts(db: Queryable, batch: StartWrite[]): Promise<
     const initial = run.manifest.spec.initial_state;
     const st = w.stimulus;
     if (st) {
-      push(s, [st.id, run.tenantId, st.source, st.idempotencyKey ?? null, st.content, JSON.stringify(st.headers), st.routedBy, run.workflowName, st.confidence ?? null, run.id, st.ttlSeconds]);
+      stimuli.push({
+        id: st.id,
+        tenant_id: run.tenantId,
+        source: st.source,
+        idempotency_key: st.idempotencyKey ?? null,
+        content: st.content,
+        headers: st.headers,
+        routed_by: st.routedBy,
+        workflow_name: run.workflowName,
+        confidence: st.confidence ?? null,
+        workflow_execution_id: run.id,
+        ttl: st.ttlSeconds,
+      });
     }
-    push(r, [
-      run.id, st?.id ?? null, run.tenantId, run.workflowId, run.workflowName, run.workflowVersion, at(run.manifest), JSON.stringify(run.input ?? {}),
-      run.intent ?? null, initial, JSON.stringify(run.blackboard), JSON.stringify(run.context), JSON.stringify({ [initial]: 1 }), run.parentExecutionId ?? null,
-      run.depth, JSON.stringify(run.ancestry), w.events.length, run.ownerNode, run.leaseMs, w.guard !== undefined, w.guard?.viewer ?? null, w.guard?.fingerprint ?? null,
-    ]);
-    w.events.forEach((ev, i) => push(e, [run.id, i + 1, ev.type, ev.key, ev.state_name ?? null, ev.iteration_number ?? null, JSON.stringify(ev.payload)]));
+    runs.push({
+      id: run.id,
+      stimulus_id: st?.id ?? null,
+      tenant_id: run.tenantId,
+      workflow_id: run.workflowId,
+      workflow_name: run.workflowName,
+      workflow_version: run.workflowVersion,
+      manifest_at: at(run.manifest),
+      input: JSON.stringify(run.input ?? {}),
+      intent: run.intent ?? null,
+      initial_state: initial,
+      blackboard: run.blackboard,
+      context: run.context,
+      visits: { [initial]: 1 },
+      parent_execution_id: run.parentExecutionId ?? null,
+      depth: run.depth,
+      ancestry: JSON.stringify(run.ancestry),
+      last_seq: w.events.length,
+      owner_node: run.ownerNode,
+      lease_ms: run.leaseMs,
+      guarded: w.guard !== undefined,
+      viewer: w.guard?.viewer ?? null,
+      fingerprint: w.guard?.fingerprint ?? null,
+    });
+    w.events.forEach((ev, i) =>
+      events.push({
+        execution_id: run.id,
+        seq: i + 1,
+        type: ev.type,
+        event_key: ev.key,
+        state_name: ev.state_name ?? null,
+        iteration_number: ev.iteration_number ?? null,
+        payload: ev.payload,
+      }),
+    );
   }
-  const res = await db.query<Inserted>(START_SQL, [...r, ...s, ...e, manifests], { prepare: 'orch_workflow_starts' });
+  const res = await db.query<Inserted>(START_SQL, [JSON.stringify(runs), JSON.stringify(stimuli), JSON.stringify(events), manifests], { prepare: 'orch_workflow_starts_json' });
   return new Map(res.rows.map((row) => [row.id, row]));
 }
 
