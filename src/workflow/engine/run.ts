@@ -211,6 +211,7 @@ export class WorkflowRun {
   private async runState(state: WorkflowState, name: string, visit: number): Promise<StateResult> {
     const runner = this.deps.runners[state.kind] as StateRunner | undefined;
     if (!runner) return failedResult(state.kind, `state kind ${state.kind} is not available on this node`);
+    if (pipelinable(state)) return this.runBuiltin(runner, state, name, visit);
     const seconds = state.timeout_seconds ?? DEFAULT_STATE_TIMEOUT_S;
     const deadline = this.resumedDeadline ?? Date.now() + seconds * 1000;
     this.resumedDeadline = undefined;
@@ -221,7 +222,49 @@ export class WorkflowRun {
     const onRunAbort = (): void => visitAbort.abort(this.signal.reason);
     if (this.signal.aborted) onRunAbort();
     else this.signal.addEventListener('abort', onRunAbort, { once: true });
-    const signal = visitAbort.signal;
+    const ctx = this.visitContext(name, visit, visitAbort.signal, deadline);
+    const aborted = abortPromise(visitAbort.signal);
+    try {
+      const result = await Promise.race([runner(state, ctx), aborted.promise]);
+      if (this.signal.aborted) throw this.signal.reason;
+      if (timedOut) return failedResult(state.kind, timedOut.message, result.output);
+      return result;
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      if (err instanceof Passivated && !timedOut) throw err;
+      if (timedOut) return failedResult(state.kind, timedOut.message);
+      return this.runnerFailed(state, name, err);
+    } finally {
+      clearTimeout(timer);
+      this.signal.removeEventListener('abort', onRunAbort);
+      aborted.dispose();
+    }
+  }
+
+  /**
+   * A built-in command: computed at once from the snapshot, so there is nothing to time out or abort while it runs
+   * (no visit controller, no timer: they were a measurable part of a lone run's step).
+   */
+  private async runBuiltin(runner: StateRunner, state: WorkflowState, name: string, visit: number): Promise<StateResult> {
+    this.resumedDeadline = undefined;
+    try {
+      const result = await runner(state, this.visitContext(name, visit, this.signal));
+      if (this.signal.aborted) throw this.signal.reason;
+      return result;
+    } catch (err) {
+      if (this.signal.aborted) throw this.signal.reason;
+      return this.runnerFailed(state, name, err);
+    }
+  }
+
+  private runnerFailed(state: WorkflowState, name: string, err: unknown): StateResult {
+    const message = `state "${name}" failed: ${(err as Error)?.message ?? String(err)}`;
+    this.log.warn({ err, state: name }, 'state runner failed');
+    return failedResult(state.kind, message);
+  }
+
+  /** What a runner gets for one visit; `deadline` (when the visit may wait) lets a waiting visit park the run. */
+  private visitContext(name: string, visit: number, signal: AbortSignal, deadline?: number): StateRunContext {
     // Built on the first template that needs it (none for literal ones); the snapshot does not change during a visit.
     let built: TemplateScope | undefined;
     const scope = (): TemplateScope => (built ??= this.scope());
@@ -241,29 +284,12 @@ export class WorkflowRun {
       logger: this.log,
       ...(this.row.intent !== null ? { intent: this.row.intent } : {}),
       wake: (topic, maxMs, s) => this.deps.wakers.wait(topic, Math.min(maxMs, this.deps.pollMs ?? DEFAULT_POLL_MS), s).then(() => undefined),
-      ...(this.deps.parker && Number.isFinite(this.deps.parker.parkAfterMs) ? { idle: this.idleVisit(this.deps.parker, deadline) } : {}),
+      ...(deadline !== undefined && this.deps.parker && Number.isFinite(this.deps.parker.parkAfterMs) ? { idle: this.idleVisit(this.deps.parker, deadline) } : {}),
     };
     // A child logger per visit only when a runner logs (most update_blackboard steps never do).
     let stateLog: Logger | undefined;
     Object.defineProperty(ctx, 'logger', { get: () => (stateLog ??= this.log.child({ state: name, visit })), enumerable: true });
-    const aborted = abortPromise(signal);
-    try {
-      const result = await Promise.race([runner(state, ctx), aborted.promise]);
-      if (this.signal.aborted) throw this.signal.reason;
-      if (timedOut) return failedResult(state.kind, timedOut.message, result.output);
-      return result;
-    } catch (err) {
-      if (this.signal.aborted) throw this.signal.reason;
-      if (err instanceof Passivated && !timedOut) throw err;
-      if (timedOut) return failedResult(state.kind, timedOut.message);
-      const message = `state "${name}" failed: ${(err as Error)?.message ?? String(err)}`;
-      this.log.warn({ err, state: name }, 'state runner failed');
-      return failedResult(state.kind, message);
-    } finally {
-      clearTimeout(timer);
-      this.signal.removeEventListener('abort', onRunAbort);
-      aborted.dispose();
-    }
+    return ctx;
   }
 
   /** How a waiting visit parks the run: status 'running', back at the latest by the visit's deadline. */

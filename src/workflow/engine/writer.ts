@@ -334,7 +334,14 @@ export class StepWriter {
     for (const p of batch) {
       const applied = updated?.has(p.w.fence.key) === true;
       p.answer(applied);
-      void this.settle(p, applied, updated === undefined ? failure : rowLost(p.w.fence), at);
+      const why = (): unknown => (updated === undefined ? failure : rowLost(p.w.fence));
+      // The common case (no pipelining: a batched step) settles here; a pipelined one in order, after its previous.
+      if (!p.w.previous && (applied || !p.successor)) {
+        if (applied) p.resolve(this.announce(p.w, at));
+        else p.reject(why());
+      } else {
+        void this.settle(p, applied, why, at);
+      }
     }
     if (!ahead) this.schedule();
   }
@@ -345,11 +352,11 @@ export class StepWriter {
    * events) was applied: the two went out on different connections, and the successor may reach the row first —
    * then this one finds the row past it (`last_seq <= prev_seq` fails) and the successor's commit holds both.
    */
-  private async settle(p: Pending, applied: boolean, failure: unknown, at: string): Promise<void> {
+  private async settle(p: Pending, applied: boolean, failure: () => unknown, at: string): Promise<void> {
     if (p.w.previous) await p.w.previous.settled.catch(() => undefined);
     if (!applied && p.successor) applied = await p.successor.applied;
     if (applied) p.resolve(this.announce(p.w, at));
-    else p.reject(failure);
+    else p.reject(failure());
   }
 
   private announce(w: StepWrite, at: string): BusEvent<Record<string, unknown>>[] {
