@@ -23,6 +23,7 @@ import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
 import type { StateKind, WorkflowManifest } from '../../src/workflow/manifest/types.ts';
 import { WorkflowDefinitionService } from '../../src/workflow/registry/service.ts';
 import { createTestDatabase } from '../support/pg.ts';
+import { pgWire, type PgWire } from '../support/pg-wire.ts';
 
 export const TENANT = 'acme';
 
@@ -151,6 +152,23 @@ export async function migratedPg(t: ExecutionContext): Promise<Db> {
   t.teardown(() => db.close());
   await migrate(db, silentLogger());
   return db;
+}
+
+/**
+ * A migrated throwaway database reached through a relay that counts what the client sends (test/support/pg-wire.ts):
+ * for the writers' tests of how many bytes a statement puts on the wire.
+ */
+export async function wiredPg(t: ExecutionContext): Promise<{ db: Db; wire: PgWire }> {
+  const database = await createTestDatabase();
+  const wire = await pgWire(database.url);
+  t.teardown(async () => {
+    await wire.close();
+    await database.drop();
+  });
+  const db = await openPg(wire.url, { logger: silentLogger(), plans: false });
+  t.teardown(() => db.close());
+  await migrate(db, silentLogger());
+  return { db, wire };
 }
 
 /** `yaml` parsed; a test manifest that does not parse is a mistake of the test, thrown. */

@@ -101,33 +101,32 @@ test('a lone run sends its next built-in step while the previous one commits; ev
   t.deepEqual(announced, Array.from({ length: announced.length }, (_, i) => announced[0]! + i));
 });
 
+/** Runs a chain of `steps` built-ins through a database whose step statements `plan` delays or fails; it must complete
+ * whole, in its first claim (no step lost, no incarnation taken over). */
+async function runThrough(t: import('ava').ExecutionContext, name: string, steps: number, plan: Parameters<typeof watchSteps>[0]): Promise<Watch> {
+  const watch = watchSteps(plan);
+  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
+  await h.deploy(chain(name, steps));
+  const id = await h.run(name);
+  const row = await h.waitFor(id, undefined, 30_000);
+  t.is(row.status, 'completed', row.error ?? '');
+  await assertWhole(t, h, id, steps);
+  t.is(row.epoch, 0);
+  return watch;
+}
+
 test('a pipelined step that reaches the row first carries the events of the step before it; that step then counts as committed', async (t) => {
   // The first of two step statements in flight is held back, so the second reaches the database first: it is applied
   // (with the first's events), and the first then finds the row past it and updates nothing.
-  const watch = watchSteps((inFlight) => (inFlight === 0 ? { delay: 60 } : undefined));
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
-  await h.deploy(chain('overtaken', 8));
-  const id = await h.run('overtaken');
-  const row = await h.waitFor(id, undefined, 30_000);
-  t.is(row.status, 'completed', row.error ?? '');
+  const watch = await runThrough(t, 'overtaken', 8, (inFlight) => (inFlight === 0 ? { delay: 60 } : undefined));
   t.true(watch.superseded >= 1, `superseded ${watch.superseded}`);
-  await assertWhole(t, h, id, 8);
-  // No step was lost and no incarnation taken over: the run kept its first claim.
-  t.is(row.epoch, 0);
 });
 
 test('a step statement that fails while the next one is applied is covered by it', async (t) => {
   // The run's first step statement is held back, then fails (as on a dropped connection) after the next one, which
   // carries its events, was sent and applied.
-  const watch = watchSteps((inFlight, n) => (n === 0 && inFlight === 0 ? { delay: 60, fail: true } : undefined));
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
-  await h.deploy(chain('covered', 8));
-  const id = await h.run('covered');
-  const row = await h.waitFor(id, undefined, 30_000);
-  t.is(row.status, 'completed', row.error ?? '');
+  const watch = await runThrough(t, 'covered', 8, (inFlight, n) => (n === 0 && inFlight === 0 ? { delay: 60, fail: true } : undefined));
   t.true(watch.failed >= 1, `failed ${watch.failed}`);
-  await assertWhole(t, h, id, 8);
-  t.is(row.epoch, 0);
 });
 
 test('a state that acts starts only once every step before it is committed', async (t) => {

@@ -4,13 +4,8 @@
 // arrive together); a start that the database refuses fails alone while the rest of its batch commits.
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import { silentLogger } from '../../src/logging/logger.ts';
 import { StartWriter, type StartWrite } from '../../src/workflow/engine/starts.ts';
-import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { pgWire } from '../support/pg-wire.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openPg } from '../../src/storage/pg.ts';
+import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest, wiredPg } from './engine-harness.ts';
 
 test('batched starts: one run per idempotency key, stimulus and run written together, a refused start fails alone', async (t) => {
   const db = await migratedPg(t);
@@ -74,15 +69,7 @@ test('batched starts: one run per idempotency key, stimulus and run written toge
 test('a start sends its JSON once encoded, and input of any JSON type, blackboard, ancestry and stimulus read back as written', async (t) => {
   // Each JSON value used to travel inside an array literal: stringified, then escaped by pg (every quote and
   // backslash doubled) and parsed twice by the server, so a start's bytes on the wire grew by more than its JSON.
-  const database = await createTestDatabase();
-  const wire = await pgWire(database.url);
-  t.teardown(async () => {
-    await wire.close();
-    await database.drop();
-  });
-  const db = await openPg(wire.url, { logger: silentLogger(), plans: false });
-  t.teardown(() => db.close());
-  await migrate(db, silentLogger());
+  const { db, wire } = await wiredPg(t);
   const manifest = parsedManifest(ONE_STATE_WORKFLOW);
   const odd = 'quote " backslash \\ tab \t unicode é ✓ {braces} [1,2] NULL';
   const start = (input: unknown, blackboard: Record<string, unknown> = {}, stimulus = false): StartWrite => {

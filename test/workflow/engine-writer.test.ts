@@ -8,11 +8,7 @@ import type { Db } from '../../src/storage/db.ts';
 import { claimRow, type RowFence } from '../../src/storage/row-lease.ts';
 import { insertWorkflowExecution, getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter, type RunSnapshot } from '../../src/workflow/engine/writer.ts';
-import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { pgWire } from '../support/pg-wire.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openPg } from '../../src/storage/pg.ts';
+import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest, wiredPg } from './engine-harness.ts';
 
 /** Runs `ids` of the workflow `w` of `yaml` for tenant `t`, started and claimed by node-a. */
 /** The k-th step of run `id` (node-a holds it, epoch 0): entered state a for the k-th time. */
@@ -157,15 +153,7 @@ test('runs that start a few at a time merge into one cohort instead of committin
 test('a step sends its blackboard once encoded, and every value reads back as written', async (t) => {
   // Each JSON value used to travel inside an array literal: stringified, then escaped by pg (every quote and
   // backslash doubled) and parsed twice by the server. The step's bytes on the wire grew by more than the JSON.
-  const database = await createTestDatabase();
-  const wire = await pgWire(database.url);
-  t.teardown(async () => {
-    await wire.close();
-    await database.drop();
-  });
-  const db = await openPg(wire.url, { logger: silentLogger(), plans: false });
-  t.teardown(() => db.close());
-  await migrate(db, silentLogger());
+  const { db, wire } = await wiredPg(t);
   const ids = [randomUUID(), randomUUID()];
   await insertRuns(db, ids, ONE_STATE_WORKFLOW);
   const writer = new StepWriter(db, undefined, silentLogger(), { maxInFlight: 1 });
