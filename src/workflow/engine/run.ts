@@ -20,7 +20,7 @@ import type { TerminalCache, Wakers } from './wakers.ts';
 import type { Teller } from '../../actors/tell.ts';
 import { Passivated } from '../../actors/kind.ts';
 import type { Parker } from './parking.ts';
-import type { RunSnapshot, StepWriter } from './writer.ts';
+import type { RunSnapshot, StepWriter, WrittenStep } from './writer.ts';
 import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
 import { isBuiltinCommand } from '../states/system.ts';
@@ -88,7 +88,7 @@ export class WorkflowRun {
   private readonly snap: RunSnapshot;
   private lastSeq: number;
   /** Steps of this run written but not yet known committed, oldest first (pipelined built-in steps). */
-  private readonly outstanding: { settled: Promise<unknown>; firstSeq: number; events: NewWorkflowEvent[] }[] = [];
+  private readonly outstanding: WrittenStep[] = [];
   private readonly log: Logger;
   private signal: AbortSignal = new AbortController().signal;
   /** spec.storage volume ids, once provisioned by this incarnation. */
@@ -551,20 +551,19 @@ export class WorkflowRun {
 
   /** Hands the step to the writer (after the run's outstanding one, whose events it carries) and counts it. */
   private write(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<unknown> {
-    const firstSeq = this.lastSeq + 1;
     const previous = this.outstanding[this.outstanding.length - 1];
-    const settled = this.deps.writer.write({
+    const step = this.deps.writer.writeStep({
       fence: this.fence,
       snapshot: { ...this.snap },
-      firstSeq,
+      firstSeq: this.lastSeq + 1,
       events,
       transition,
       ...(after ? { after } : {}),
       ...(previous ? { previous } : {}),
     });
-    this.outstanding.push({ settled, firstSeq, events });
+    this.outstanding.push(step);
     this.lastSeq += events.length;
-    return settled;
+    return step.settled;
   }
 
   /** Waits until every step this run wrote is committed; throws the first failure. */

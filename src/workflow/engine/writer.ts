@@ -34,18 +34,43 @@ export interface StepWrite {
    * of the two the database applies last leaves the row and its events whole. Its own events are announced, and its
    * promise settled, only after the previous step's.
    */
-  previous?: { settled: Promise<unknown>; firstSeq: number; events: NewWorkflowEvent[] };
+  previous?: WrittenStep;
+}
+
+/** A step handed to the writer (StepWriter.writeStep): what a pipelined successor names as its `previous`. */
+export interface WrittenStep {
+  /** Resolves with the step's events once committed (announced); rejects if it was not. */
+  readonly settled: Promise<BusEvent<Record<string, unknown>>[]>;
+  readonly firstSeq: number;
+  readonly events: NewWorkflowEvent[];
+}
+
+/** The writer's own WrittenStep, which knows its queue entry (so a successor can be linked to it). */
+class Written implements WrittenStep {
+  constructor(
+    readonly settled: Promise<BusEvent<Record<string, unknown>>[]>,
+    readonly firstSeq: number,
+    readonly events: NewWorkflowEvent[],
+    readonly pending: Pending,
+  ) {}
 }
 
 interface Pending {
   w: StepWrite;
   resolve: (events: BusEvent<Record<string, unknown>>[]) => void;
   reject: (err: unknown) => void;
-  /** Whether the database applied this step's statement (answered when its transaction ends). */
-  applied: Promise<boolean>;
-  answer: (applied: boolean) => void;
+  /** Whether the database applied this step's statement, once its transaction has ended. */
+  applied?: boolean;
+  /** Waiting for `applied` (a predecessor that the database found overtaken by this step). */
+  onApplied?: ((applied: boolean) => void)[];
   /** The run's next step, written while this one was in flight; it carries this step's events. */
   successor?: Pending;
+}
+
+/** Whether the database applied `p`, once its transaction has ended. */
+function appliedOf(p: Pending): Promise<boolean> {
+  if (p.applied !== undefined) return Promise.resolve(p.applied);
+  return new Promise((resolve) => (p.onApplied ??= []).push(resolve));
 }
 
 export interface WriterOptions {
@@ -188,8 +213,6 @@ function busEvents(w: StepWrite, at: string): BusEvent<Record<string, unknown>>[
 
 export class StepWriter {
   private readonly queue: Pending[] = [];
-  /** Each write's promise to its step, so a pipelined step can name the one before it (StepWrite.previous). */
-  private readonly written = new WeakMap<Promise<unknown>, Pending>();
   private inFlight = 0;
   /** Steps in the transactions in flight. */
   private inFlightSteps = 0;
@@ -213,20 +236,19 @@ export class StepWriter {
 
   /** Commits the step (with other runs' steps) and answers its events once committed; announces them after. */
   write(w: StepWrite): Promise<BusEvent<Record<string, unknown>>[]> {
-    let answer!: (applied: boolean) => void;
-    const applied = new Promise<boolean>((r) => (answer = r));
+    return this.writeStep(w).settled;
+  }
+
+  /** As write, answering the step as a WrittenStep, which a pipelined next step of the run can name as `previous`. */
+  writeStep(w: StepWrite): WrittenStep {
     let pending!: Pending;
     const settled = new Promise<BusEvent<Record<string, unknown>>[]>((resolve, reject) => {
-      pending = { w, resolve, reject, applied, answer };
+      pending = { w, resolve, reject };
     });
-    if (w.previous) {
-      const before = this.written.get(w.previous.settled);
-      if (before) before.successor = pending;
-    }
-    this.written.set(settled, pending);
+    if (w.previous instanceof Written) w.previous.pending.successor = pending;
     this.queue.push(pending);
     this.schedule();
-    return settled;
+    return new Written(settled, w.firstSeq, w.events, pending);
   }
 
   /**
@@ -333,12 +355,14 @@ export class StepWriter {
     const at = new Date().toISOString();
     for (const p of batch) {
       const applied = updated?.has(p.w.fence.key) === true;
-      p.answer(applied);
+      p.applied = applied;
+      if (p.onApplied) for (const f of p.onApplied) f(applied);
       const why = (): unknown => (updated === undefined ? failure : rowLost(p.w.fence));
       // The common case (no pipelining: a batched step) settles here; a pipelined one in order, after its previous.
       if (!p.w.previous && (applied || !p.successor)) {
         if (applied) p.resolve(this.announce(p.w, at));
         else p.reject(why());
+        p.successor = undefined;
       } else {
         void this.settle(p, applied, why, at);
       }
@@ -354,9 +378,12 @@ export class StepWriter {
    */
   private async settle(p: Pending, applied: boolean, failure: () => unknown, at: string): Promise<void> {
     if (p.w.previous) await p.w.previous.settled.catch(() => undefined);
-    if (!applied && p.successor) applied = await p.successor.applied;
+    if (!applied && p.successor) applied = await appliedOf(p.successor);
     if (applied) p.resolve(this.announce(p.w, at));
     else p.reject(failure());
+    // Settled: let go of the neighbours, or every step of a long run would stay reachable from its latest one.
+    p.w.previous = undefined;
+    p.successor = undefined;
   }
 
   private announce(w: StepWrite, at: string): BusEvent<Record<string, unknown>>[] {
