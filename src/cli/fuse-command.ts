@@ -29,7 +29,7 @@ export function registerFuseCommand(program: Command): void {
     .action(async (opts: { listen?: string; fsal?: string; mountPrefix?: string; logLevel: string }) => {
       const g = program.opts<GlobalOpts>();
       // Loaded on use: other commands must not pay for the FUSE binding and the gRPC server.
-      const [{ createLogger }, { fuseAvailable }, { MountManager }, { createFuseServer, DEFAULT_FUSE_DAEMON_ADDRESS }, { startGrpcServer }] = await Promise.all([
+      const [{ createLogger }, { fuseAvailable, fuseBindingName }, { MountManager }, { createFuseServer, DEFAULT_FUSE_DAEMON_ADDRESS }, { startGrpcServer }] = await Promise.all([
         import('../logging/logger.ts'),
         import('../fuse/binding.ts'),
         import('../fuse/mounts.ts'),
@@ -43,10 +43,11 @@ export function registerFuseCommand(program: Command): void {
       const token = g.token ?? process.env.ORCH_TOKEN;
       const logger = createLogger({ level: opts.logLevel, destination: 2 });
       if (!fuseAvailable()) logger.warn('the FUSE binding is not available: Mount will answer FAILED_PRECONDITION (run scripts/setup-fuse.sh, then npm install)');
+      else logger.info(fuseBindingName(), 'FUSE binding');
       const mounts = new MountManager({ mountPrefix, fsal: { address: fsal, ...(token ? { token } : {}) }, logger });
       const server = await startGrpcServer(createFuseServer(mounts, logger), listen.host, listen.port);
       const address = `${listen.host}:${server.port}`;
-      const banner = { status: 'started', fuse_daemon: address, fsal, mount_prefix: mountPrefix, fuse: fuseAvailable() };
+      const banner = { status: 'started', fuse_daemon: address, fsal, mount_prefix: mountPrefix, fuse: fuseAvailable(), ...(fuseAvailable() ? { fuse_binding: fuseBindingName().name } : {}) };
       process.stdout.write(g.json ? `${JSON.stringify(banner)}\n` : `orch fuse-daemon on ${address} (FSAL ${fsal}, mounts under ${mountPrefix})\n`);
       const stop = (signal: string): void => {
         logger.info({ signal }, 'signal received; unmounting');

@@ -8,7 +8,7 @@ import { status } from '@grpc/grpc-js';
 import path from 'node:path';
 import { Errors, OrchError } from '../errors/catalog.ts';
 import type { Logger } from '../logging/logger.ts';
-import { fuseBinding, type FuseInstance } from './binding.ts';
+import { fuseBinding, fuseBindingName, type FuseInstance } from './binding.ts';
 import { FsalRemote, type FsalConnection, type FsalTarget } from './fsal-client.ts';
 import { fsalOperations, type FsalOperationsOptions } from './operations.ts';
 
@@ -77,6 +77,7 @@ export class MountManager {
     if (!UUID.test(target.volume_id)) throw new OrchError(Errors.BAD_REQUEST, 'volume_id must be a UUID');
     if (!TENANT.test(target.tenant_id)) throw new OrchError(Errors.BAD_REQUEST, 'tenant_id must be a tenant slug');
     const Fuse = fuseBinding();
+    const binding = fuseBindingName();
     return this.serial(target.volume_id, async () => {
       const existing = this.mounts.get(target.volume_id);
       if (existing) {
@@ -93,13 +94,19 @@ export class MountManager {
       }
       const mountPath = path.join(this.opts.mountPrefix, target.volume_id);
       await this.prepareMountpoint(mountPath);
-      const fuse = new Fuse(mountPath, fsalOperations(remote, this.log, this.opts.operations), {
+      // The operations invalidate kernel caches through the mount they serve, which exists only once they do.
+      let fuse: FuseInstance | undefined;
+      const ops = fsalOperations(remote, this.log, { ...this.opts.operations, invalidate: (p) => fuse?.invalidate?.(p) ?? Promise.resolve(0) });
+      fuse = new Fuse(mountPath, ops, {
         force: true,
         allowOther: true,
         fsname: `orch-fsal:${target.volume_id}`,
         subtype: 'orch',
         attrTimeout: 1,
         entryTimeout: 1,
+        negativeTimeout: 1,
+        // The kernel was answered EIO; the callback's error is the daemon's bug, not the caller's.
+        onError: (err, op) => this.log.error({ err, op, volume_id: target.volume_id }, 'a FUSE callback threw'),
       });
       try {
         await promisify((cb) => fuse.mount(cb));
@@ -109,7 +116,8 @@ export class MountManager {
         throw new OrchError(Errors.UNAVAILABLE, `mounting ${mountPath} failed: ${(err as Error).message}`, { cause: err });
       }
       this.mounts.set(target.volume_id, { target, mountPath, fuse, remote });
-      this.log.info({ ...target, mountPath }, 'volume mounted');
+      // Which binding serves it (libfuse3, or the fuse-native fallback and why): the speed differs, the checks do not.
+      this.log.info({ ...target, mountPath, binding: binding.name, ...(binding.why ? { binding_fallback: binding.why } : {}) }, 'volume mounted');
       return mountPath;
     });
   }

@@ -18,18 +18,21 @@ import { errnoFor, type FsalRemote } from './fsal-client.ts';
 
 /** Largest Write sent in one FSAL call, and the size of a write-behind buffer. */
 const CHUNK = 1024 * 1024;
-/** The smallest write-behind buffer: a kernel write is 128 KiB at most; a file that needs more grows its buffer. */
+/**
+ * The smallest write-behind buffer: a kernel write is up to 1 MiB (libfuse 3) or 128 KiB (libfuse 2.9); a file that
+ * needs more grows its buffer.
+ */
 const FIRST_BUFFER = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 /**
- * Read-ahead per open file: the kernel reads in 128 KiB requests; one FSAL Read of 2 MiB (the FSAL's largest) serves
- * sixteen of them, and the next block is fetched while the current one is served. Blocks are kept for that open file
+ * Read-ahead per open file: the kernel reads in requests of 128 KiB (its readahead window) up to 1 MiB; one FSAL Read
+ * of 2 MiB (the FSAL's largest) serves several, and the next block is fetched while the current one is served. Blocks are kept for that open file
  * only and dropped by any change made through this mount to the path, and on release: close-to-open consistency, as
  * NFS gives.
  */
 const READ_AHEAD = 2 * 1024 * 1024;
 /**
- * Write-behind: a kernel write (128 KiB at most) is copied into a 1 MiB buffer per path and answered at once; full
+ * Write-behind: a kernel write (1 MiB at most) is copied into a 1 MiB buffer per path and answered at once; full
  * buffers go to the FSAL as one Write each, in order, while the kernel sends the next. A write waits once this many
  * bytes of the path are buffered or in flight. flush (every close), fsync, and any operation that reads the path's
  * size or data (getattr, read, truncate, rename, readdir) wait for the path's Writes first, so what the mount shows
@@ -59,6 +62,14 @@ export interface FsalOperationsOptions {
   namesCacheMs?: number;
   /** The most entries each cache keeps (CACHE_MAX); tests make it small. */
   cacheMax?: number;
+  /**
+   * The binding's invalidation of a path's kernel entry, attributes and pages (libfuse 3; src/fuse/mounts.ts binds it
+   * once the mount exists). Used when an open finds the file changed by another path: its pages are dropped by the
+   * open anyway; this drops the kernel's size too, which would otherwise stand for up to attr_timeout.
+   */
+  invalidate?: (path: string) => Promise<number>;
+  /** Sees every kernel read and write request (its length) as the binding delivers it: tests count them. */
+  observe?: (op: 'read' | 'write', len: number) => void;
 }
 
 interface Block {
@@ -195,6 +206,16 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
   const files = new Map<number, OpenFile>();
   const dirty = new Map<string, WriteBehind>();
   const attrs = new Map<string, { a: FileAttributes; until: number }>();
+  /**
+   * What the kernel's cached pages of a path are of: the size and mtime the FSAL showed when the path was last opened
+   * (its pages then kept or dropped) or answered the mount's own last Write, Create or utimens with. An open keeps the
+   * pages (libfuse 3's keep_cache) only when the FSAL still shows these: a file the mount just wrote reads back from
+   * the page cache, and one changed by another path (a tool through the VolumeService) is read afresh. Never set from
+   * a getattr: a stat after a change made elsewhere must not make the stale pages look current. No expiry (the pages
+   * have none); dropped by any other change through the mount (forget) and kept under cacheMax entries.
+   */
+  const cached = new Map<string, { size: number; mtime: number; until: number }>();
+  const pagesOf = (path: string, a: FileAttributes): void => remember(cached, path, { size: a.size, mtime: a.mtime_unix_ms, until: Infinity });
   const missing = new Map<string, number>();
   /**
    * Directories this mount made, while young: a new directory is empty, so a name in it that this mount did not make
@@ -255,6 +276,7 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     for (const k of attrs.keys()) if (paths.some((p) => under(k, p))) attrs.delete(k);
     for (const k of missing.keys()) if (paths.some((p) => under(k, p))) missing.delete(k);
     for (const k of madeDirs.keys()) if (paths.some((p) => under(k, p))) madeDirs.delete(k);
+    for (const k of cached.keys()) if (paths.some((p) => under(k, p))) cached.delete(k);
   }
 
   /** Waits for the Writes of `path` (and, with `tree`, of every path under it); throws a refusal. */
@@ -405,11 +427,24 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
 
     open(path, _flags, cb) {
       // The kernel looked the path up already; access is judged per Read/Write, where the FSAL sees the operation.
-      // libfuse asks for the attributes next, to decide whether the kernel keeps the file's pages (auto_cache,
-      // src/fuse/binding.ts): that answer must be the FSAL's, not what this daemon remembers from its own Create or
-      // Writes, so that a change made by another path shows at this open.
-      attrs.delete(path);
-      cb(0, nextFd++);
+      // One GetAttr (the path's Writes settled first) decides whether the kernel keeps the file's pages: kept when the
+      // FSAL shows the size and mtime the pages are of (`cached`), dropped otherwise — close-to-open, as NFS gives.
+      // The answer is remembered as the path's attributes: libfuse 2.9's auto_cache asks for them right after the
+      // open and so gets the FSAL's answer of this moment, not one the daemon kept from its own Create or Writes.
+      (async () => {
+        await settle(path);
+        attrs.delete(path);
+        const a = await remote.getAttr(path);
+        const was = cached.get(path);
+        const keep = !!was && was.size === a.size && was.mtime === a.mtime_unix_ms;
+        if (was && !keep && options.invalidate) await options.invalidate(path).catch(() => 0);
+        pagesOf(path, a);
+        remember(attrs, path, { a, until: Date.now() + ATTR_TTL_MS });
+        return keep;
+      })().then(
+        (keep) => cb(0, nextFd++, keep),
+        (err: unknown) => cb(neg(errnoFor(err))),
+      );
     },
 
     create(path, mode, cb) {
@@ -417,15 +452,20 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
       forget(path);
       changing([path], () => remote.create(path, mode & 0o7777, true), () => named(path, true)).then(
         (res) => {
-          // The kernel asks for the new file's attributes next: answer them from the Create.
-          if (res.attributes) remember(attrs, path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
-          cb(0, nextFd++);
+          // The kernel asks for the new file's attributes next: answer them from the Create. A new file has no pages
+          // to keep but those this open writes.
+          if (res.attributes) {
+            remember(attrs, path, { a: res.attributes, until: Date.now() + ATTR_TTL_MS });
+            pagesOf(path, res.attributes);
+          }
+          cb(0, nextFd++, true);
         },
         (err: unknown) => cb(neg(errnoFor(err))),
       );
     },
 
     read(path, fd, buf, len, pos, cb) {
+      options.observe?.('read', len);
       settle(path)
         .then(() => readCached(path, fd, buf, len, pos))
         .then(
@@ -435,9 +475,16 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     },
 
     write(path, _fd, buf, len, pos, cb) {
+      options.observe?.('write', len);
       forget(path);
       let wb = dirty.get(path);
-      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, (a) => remember(attrs, path, { a, until: Date.now() + ATTR_TTL_MS }))));
+      // Each Write's answer is the file as the mount left it: its attributes, and what its pages are of (the kernel
+      // keeps the pages it wrote).
+      const written = (a: FileAttributes): void => {
+        remember(attrs, path, { a, until: Date.now() + ATTR_TTL_MS });
+        pagesOf(path, a);
+      };
+      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, written)));
       // Copied into the path's buffer before the callback: the binding reuses `buf` once it has answered.
       wb.write(buf, len, pos).then(
         () => cb(len),
