@@ -105,8 +105,8 @@ async function diskFigures(dir: string) {
 /** The same shell commands on a directory: `dd` 1 MiB blocks for the big file, a shell loop for small files. */
 async function shellFigures(dir: string, tag: string) {
   const w = await timed(() => sh(`dd if=/dev/zero of=${dir}/${tag}.bin bs=1M count=${FILE_MB} 2>/dev/null`));
-  // Drop the page cache's copy for the mount's read path? Not ours to do on a shared machine: FUSE without kernel_cache
-  // re-reads through the daemon on each open anyway.
+  // The page cache is not dropped (not ours to do on a shared machine). Through the mount, a file the mount itself
+  // wrote is read back from it under libfuse 3 (keep_cache at the open); libfuse 2.9's auto_cache re-read it.
   const r = await timed(() => sh(`dd if=${dir}/${tag}.bin of=/dev/null bs=1M 2>/dev/null`));
   const s = await timed(() => sh(`mkdir ${dir}/${tag}-small && cd ${dir}/${tag}-small && i=0; while [ $i -lt ${SMALL_FILES} ]; do head -c ${SMALL_SIZE} /dev/zero > f$i; i=$((i+1)); done`));
   return { writeMBps: FILE_MB / w, readMBps: FILE_MB / r, smallFilesPerSec: SMALL_FILES / s };

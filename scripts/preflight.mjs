@@ -108,9 +108,9 @@ export async function missing(env = process.env) {
   if (!which('fusermount3', env) || !existsSync('/dev/fuse')) out.push('libfuse (fuse3)');
   else {
     try {
-      createRequire(path.join(ROOT, 'package.json'))('@cocalc/fuse-native');
+      createRequire(path.join(ROOT, 'package.json'))(path.join(ROOT, 'native/fuse3/build/Release/orch_fuse3.node'));
     } catch {
-      out.push('the FUSE binding (@cocalc/fuse-native built against libfuse)');
+      out.push('the libfuse 3 binding (native/fuse3, built by npm install against libfuse3-dev)');
     }
   }
   const chromium = env.CHROMIUM_PATH || '/usr/bin/chromium';

@@ -617,8 +617,10 @@ static void *loop_thread(void *data) {
   struct fuse *f = m->fuse;
   m->fuse = NULL;
   pthread_mutex_unlock(&m->lock);
-  // The kernel ended the connection (unmounted) or the loop was told to exit: detach what is left and free libfuse.
-  fuse_unmount(f);
+  // The kernel ended the connection (the mount was detached and nothing uses it any more). No fuse_unmount: the mount
+  // is gone, and the path may already hold a new mount of the same volume, which it must not detach. fuse_destroy
+  // closes /dev/fuse; were the connection still up (a read error other than ENODEV), that ends it and the mount
+  // answers ENOTCONN, which src/fuse/mounts.ts detaches before mounting there again.
   fuse_destroy(f);
   req_t *exit_req = calloc(1, sizeof *exit_req);
   if (exit_req != NULL) {
@@ -800,9 +802,9 @@ static mount_t *get_handle(napi_env env, napi_value v) {
 }
 
 /**
- * unmount(handle) → 0 or an errno. Tells the loop to exit and detaches the mount (MNT_DETACH, as `fusermount -uz`):
- * the kernel ends the connection once nothing in the mount is in use, which ends the loop. EPERM (not root): the
- * caller runs `fusermount3 -uz`.
+ * unmount(handle) → 0 or an errno. Detaches the mount (MNT_DETACH, as `fusermount -uz` and @cocalc/fuse-native do):
+ * the kernel ends the connection once nothing in the mount is in use, which ends the loop; until then files still
+ * open in it are served. EPERM (not root): the caller runs `fusermount3 -uz`.
  */
 static napi_value js_unmount(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -813,9 +815,6 @@ static napi_value js_unmount(napi_env env, napi_callback_info info) {
   int err = 0;
   if (!m->unmounting) {
     m->unmounting = 1;
-    pthread_mutex_lock(&m->lock);
-    if (m->fuse != NULL) fuse_exit(m->fuse);
-    pthread_mutex_unlock(&m->lock);
     if (umount2(m->mnt, MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) err = errno;
     // A connection still in use must not keep the process alive after Unmount.
     if (!m->tsfn_gone) napi_unref_threadsafe_function(env, m->tsfn);

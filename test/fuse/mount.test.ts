@@ -1,4 +1,4 @@
-// FuseMountService end to end: a real kernel FUSE mount (libfuse through @cocalc/fuse-native, /dev/fuse) whose
+// FuseMountService end to end: a real kernel FUSE mount (libfuse 3 through native/fuse3, /dev/fuse) whose
 // operations are FsalService gRPC calls to a real runtime server with bearer auth. Ordinary shell tools (sh, echo,
 // cat, ls, mkdir, mv, rm, head) run in child processes against the mountpoint; their writes show through FsalService
 // and as StorageEvents; Unmount removes the mount. The daemon authenticates as a service account acting for the

@@ -1,7 +1,7 @@
-// The kernel's page cache serves reads of a file that has not changed (auto_cache, src/fuse/binding.ts): reading the
-// same file again through the mount asks the FSAL for no data, as a disk's page cache would. A change made by another
-// path (the VolumeService, as a tool writes) is seen at the next open: the open asks the FSAL for the file's size and
-// mtime and drops the pages when either moved.
+// The kernel's page cache serves reads of a file that has not changed (the open's keep_cache, src/fuse/operations.ts;
+// auto_cache under libfuse 2.9): reading the same file again through the mount asks the FSAL for no data, as a disk's
+// page cache would. A change made by another path (the VolumeService, as a tool writes) is seen at the next open: the
+// open asks the FSAL for the file's size and mtime and drops the pages when either moved.
 import test from 'ava';
 import { TENANT } from '../fsal/support.ts';
 import { mountedVolume, sh } from './support.ts';
