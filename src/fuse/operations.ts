@@ -26,9 +26,9 @@ const FIRST_BUFFER = 64 * 1024;
 const EMPTY = Buffer.alloc(0);
 /**
  * Read-ahead per open file: the kernel reads in requests of 128 KiB (its readahead window) up to 1 MiB; one FSAL Read
- * of 2 MiB (the FSAL's largest) serves several, and the next block is fetched while the current one is served. Blocks are kept for that open file
- * only and dropped by any change made through this mount to the path, and on release: close-to-open consistency, as
- * NFS gives.
+ * of 2 MiB (the FSAL's largest) serves several, and the next block is fetched while the current one is served.
+ * Blocks are kept for that open file only and dropped by any change made through this mount to the path, and on
+ * release: close-to-open consistency, as NFS gives.
  */
 const READ_AHEAD = 2 * 1024 * 1024;
 /**
@@ -101,6 +101,8 @@ class WriteBehind {
     private readonly path: string,
     /** The file's attributes after each Write, as the FSAL answered them. */
     private readonly written: (attributes: FileAttributes) => void,
+    /** A Write was refused: bytes the kernel was told were written are not in the file. */
+    private readonly refused: () => void = () => undefined,
   ) {}
 
   idle(): boolean {
@@ -145,6 +147,12 @@ class WriteBehind {
     this.raise();
   }
 
+  /** Sends what is buffered and waits for every Write of the path, leaving a refusal for the writer to hear. */
+  async drained(): Promise<void> {
+    this.ship();
+    await this.chain;
+  }
+
   private ship(): void {
     if (!this.buf || this.len === 0) return;
     const data = this.buf.subarray(0, this.len);
@@ -161,6 +169,7 @@ class WriteBehind {
         }
       } catch (err) {
         this.error = err;
+        this.refused();
       } finally {
         this.queued -= data.length;
       }
@@ -215,7 +224,14 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
    * have none); dropped by any other change through the mount (forget) and kept under cacheMax entries.
    */
   const cached = new Map<string, { size: number; mtime: number; until: number }>();
-  const pagesOf = (path: string, a: FileAttributes): void => remember(cached, path, { size: a.size, mtime: a.mtime_unix_ms, until: Infinity });
+  /**
+   * Paths a Write of was refused (ENOSPC, EROFS, ...) since their last open: the kernel holds pages of bytes it was
+   * told were written and the file does not have, so no later Write's answer may make those pages look current.
+   */
+  const refused = new Set<string>();
+  const pagesOf = (path: string, a: FileAttributes): void => {
+    if (!refused.has(path)) remember(cached, path, { size: a.size, mtime: a.mtime_unix_ms, until: Infinity });
+  };
   const missing = new Map<string, number>();
   /**
    * Directories this mount made, while young: a new directory is empty, so a name in it that this mount did not make
@@ -431,13 +447,19 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
       // FSAL shows the size and mtime the pages are of (`cached`), dropped otherwise — close-to-open, as NFS gives.
       // The answer is remembered as the path's attributes: libfuse 2.9's auto_cache asks for them right after the
       // open and so gets the FSAL's answer of this moment, not one the daemon kept from its own Create or Writes.
+      // The open itself never fails on this check (it did not under libfuse 2.9): without an answer the pages go.
       (async () => {
-        await settle(path);
+        // The path's Writes land first (so the GetAttr shows them), without taking a refusal from their writer's close.
+        await dirty.get(path)?.drained();
         attrs.delete(path);
-        const a = await remote.getAttr(path);
         const was = cached.get(path);
+        const stale = was !== undefined || refused.has(path);
+        cached.delete(path);
+        refused.delete(path);
+        const a = await remote.getAttr(path).catch(() => undefined);
+        if (!a) return false;
         const keep = !!was && was.size === a.size && was.mtime === a.mtime_unix_ms;
-        if (was && !keep && options.invalidate) await options.invalidate(path).catch(() => 0);
+        if (stale && !keep && options.invalidate) await options.invalidate(path).catch(() => 0);
         pagesOf(path, a);
         remember(attrs, path, { a, until: Date.now() + ATTR_TTL_MS });
         return keep;
@@ -484,7 +506,11 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
         remember(attrs, path, { a, until: Date.now() + ATTR_TTL_MS });
         pagesOf(path, a);
       };
-      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, written)));
+      const failed = (): void => {
+        refused.add(path);
+        cached.delete(path);
+      };
+      if (!wb) dirty.set(path, (wb = new WriteBehind(remote, path, written, failed)));
       // Copied into the path's buffer before the callback: the binding reuses `buf` once it has answered.
       wb.write(buf, len, pos).then(
         () => cb(len),
