@@ -457,9 +457,9 @@ static int dispatch(req_t *r) {
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
   mount_t *m = current_mount();
   // Kernel requests of up to 1 MiB: libfuse derives max_pages from max_write (and caps max_write at its buffer,
-  // which is 1 MiB of data); the kernel's readahead window can only be lowered from here.
+  // which is 1 MiB of data). The readahead window can only be lowered from here: it is the mount's bdi
+  // read_ahead_kb (128 KiB by default), which src/fuse/mounts.ts raises.
   conn->max_write = m->max_write;
-  conn->max_readahead = m->max_write;
   // The page cache is kept or dropped at each open by JavaScript (keep_cache), not by the kernel comparing mtimes
   // after every getattr: with AUTO_INVAL_DATA the pages the mount itself just wrote are dropped as soon as the
   // server's mtime (set by that very write) is seen.

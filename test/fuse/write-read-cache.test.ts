@@ -1,5 +1,5 @@
-// What the libfuse 3 binding changes for a mount of a volume (real FSAL, real PostgreSQL): the kernel sends writes of
-// 1 MiB (libfuse 2.9: 128 KiB at most); a file the mount just wrote reads back from the page cache with no FSAL Read
+// What the libfuse 3 binding changes for a mount of a volume (real FSAL, real PostgreSQL): the kernel sends writes and
+// reads of up to 1 MiB (libfuse 2.9: 128 KiB at most); a file the mount just wrote reads back from the page cache with no FSAL Read
 // (libfuse 2.9's auto_cache dropped those pages, since the write itself moved the mtime); a change made by another
 // path (the VolumeService, as a tool writes), of the same size or not, still shows at the next open; and with writes
 // answered before they reach the FSAL, a quota refusal still reaches the writer, with nothing over quota stored.
@@ -38,6 +38,17 @@ test('dd bs=1M through the mount: 1 MiB kernel writes reach the daemon, and the 
   t.is(sha(await f.volumes.readFile(TENANT, vol, '/w.bin')), sha(data), 'and the volume holds the bytes');
 });
 
+test('a file written elsewhere is read through the mount in kernel requests of more than 128 KiB', async (t) => {
+  const reads: number[] = [];
+  const { f, vol, mnt } = await mountedVolume(t, { limit: 64 * MiB, operations: { observe: (op, len) => void (op === 'read' && reads.push(len)) } });
+  const data = randomBytes(8 * MiB);
+  await f.volumes.writeFile(TENANT, vol, '/r.bin', data);
+  const r = await sh(`dd if=${mnt}/r.bin bs=1M 2>/dev/null | sha256sum`);
+  t.is(r.stdout.split(' ')[0], sha(data), r.stderr);
+  t.log(`kernel read requests: ${reads.length}, largest ${Math.max(...reads)} bytes`);
+  t.true(Math.max(...reads) > 128 * 1024, 'the kernel read more than 128 KiB at a time (libfuse 2.9: 128 KiB at most)');
+});
+
 test('a change made through the VolumeService to a file the mount has cached shows at the next open: same size, larger, smaller', async (t) => {
   const { f, vol, mnt } = await mountedVolume(t, { limit: 64 * MiB });
   const w = await sh(`head -c 1048576 /dev/zero | tr '\\0' x > ${mnt}/c.txt && head -c 3 ${mnt}/c.txt && tail -c 3 ${mnt}/c.txt`);
@@ -64,6 +75,8 @@ test('a quota refusal reaches the writer at write or close, and nothing over the
   const used = (await f.volumes.get(TENANT, vol)).used_bytes;
   t.true(used <= limit, `${used} bytes used of ${limit}`);
   t.is(used, (await treeSize(host)).bytes, 'the quota is what is on disk');
+  const size = (await sh(`wc -c < ${mnt}/big.bin`)).stdout.trim();
+  t.is(Number(size), (await f.volumes.readFile(TENANT, vol, '/big.bin')).length, 'the mount shows the size the volume holds');
 
   // A write smaller than a write-behind buffer is answered at once and sent at close: the refusal comes with close().
   t.is((await sh(`rm ${mnt}/big.bin`)).code, 0);
@@ -80,4 +93,7 @@ test('a quota refusal reaches the writer at write or close, and nothing over the
   const after = (await f.volumes.get(TENANT, vol)).used_bytes;
   t.is(after, (await treeSize(host)).bytes, 'the quota is what is on disk');
   t.is(after, limit - 100 * 1024, 'nothing of the refused Write was stored');
+  // The kernel was told those bytes were written and cached them: the next open must not serve them.
+  const seen = await sh(`wc -c < ${mnt}/late.bin; od -An -tx1 -N1 ${mnt}/late.bin | tr -d ' \n'`);
+  t.is(seen.stdout, '0\n', 'the mount shows the file as the volume holds it (empty), not the refused bytes');
 });
