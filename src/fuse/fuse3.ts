@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { FuseClass, FuseInstance, FuseOperations, FuseOptions } from './binding.ts';
+import type { FuseClass, FuseInstance, FuseOperations, FuseOptions } from './fuse-types.ts';
 
 /** What the kernel and libfuse agreed at INIT (0s until the kernel's INIT was answered). */
 export interface Fuse3Info {
