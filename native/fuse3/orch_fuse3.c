@@ -48,6 +48,8 @@ enum {
   OP_COUNT,
   /** Not a kernel operation: the loop ended (the mount is gone); tells JavaScript. */
   OP_EXIT = 100,
+  /** Not a kernel operation: an invalidation (invalidatePath) is done; calls its JavaScript callback. */
+  OP_INVAL_DONE,
 };
 
 static const char *OP_NAMES[OP_COUNT] = {
@@ -72,8 +74,7 @@ typedef struct mount_s {
   /** The threadsafe function was finalized (the loop ended): it must not be touched again. JavaScript thread only. */
   int tsfn_gone;
   /**
-   * Owners of this struct: the JavaScript handle, the threadsafe function, the loop thread (and an invalidation in
-   * progress); the last one frees it. Atomic: the loop thread lets go of it off the JavaScript thread.
+   * Owners of this struct: the JavaScript handle, the threadsafe function, the loop thread; the last one frees it. Atomic: the loop thread lets go of it off the JavaScript thread.
    */
   int refs;
   /** Asked for (from JavaScript) and negotiated (in init) values. */
@@ -106,17 +107,22 @@ typedef struct req_s {
   int keep_cache;
   uint64_t out_fh;
   sem_t done;
+  /** OP_INVAL_DONE: the invalidation. */
+  void *extra;
 } req_t;
+
+typedef struct inval_s {
+  mount_t *m;
+  char *path;
+  int result;
+  napi_ref cb;
+} inval_t;
 
 /** What a JavaScript reply function holds: the request until it is answered, then NULL. */
 typedef struct ticket_s {
   req_t *req;
   napi_ref buf;
 } ticket_t;
-
-static void mount_ref(mount_t *m) {
-  __atomic_add_fetch(&m->refs, 1, __ATOMIC_SEQ_CST);
-}
 
 static void mount_unref(mount_t *m) {
   if (__atomic_sub_fetch(&m->refs, 1, __ATOMIC_SEQ_CST) > 0) return;
@@ -306,6 +312,25 @@ static napi_value mk_str(napi_env env, const char *s) {
 static void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
   mount_t *m = context;
   req_t *r = data;
+  if (r->op == OP_INVAL_DONE) {
+    inval_t *w = r->extra;
+    napi_value fn, global, arg;
+    if (env != NULL) {
+      if (napi_get_reference_value(env, w->cb, &fn) == napi_ok && fn != NULL) {
+        napi_get_global(env, &global);
+        arg = mk_num(env, w->result);
+        if (napi_call_function(env, global, fn, 1, &arg, NULL) == napi_pending_exception) {
+          napi_value ignored;
+          napi_get_and_clear_last_exception(env, &ignored);
+        }
+      }
+      napi_delete_reference(env, w->cb);
+    }
+    free(w->path);
+    free(w);
+    free(r);
+    return;
+  }
   if (r->op == OP_EXIT) {
     napi_value fn, global;
     if (env != NULL && m->on_exit != NULL && napi_get_reference_value(env, m->on_exit, &fn) == napi_ok && fn != NULL) {
@@ -840,57 +865,67 @@ static napi_value js_info(napi_env env, napi_callback_info info) {
   return out;
 }
 
-typedef struct inval_s {
-  mount_t *m;
-  char *path;
-  int result;
-  napi_async_work work;
-  napi_ref cb;
-} inval_t;
-
-static void inval_execute(napi_env env, void *data) {
+static void *inval_thread(void *data) {
   inval_t *w = data;
-  pthread_mutex_lock(&w->m->lock);
-  // fuse_invalidate_path writes to /dev/fuse and the kernel may wait on pages locked by a read in progress, whose
-  // answer comes from the JavaScript thread: never call it there (this runs on the libuv pool).
-  w->result = w->m->fuse != NULL ? fuse_invalidate_path(w->m->fuse, w->path) : -ENOTCONN;
-  pthread_mutex_unlock(&w->m->lock);
-}
-
-static void inval_complete(napi_env env, napi_status status, void *data) {
-  inval_t *w = data;
-  napi_value cb, global, arg;
-  if (napi_get_reference_value(env, w->cb, &cb) == napi_ok && cb != NULL) {
-    napi_get_global(env, &global);
-    arg = mk_num(env, w->result);
-    napi_call_function(env, global, cb, 1, &arg, NULL);
+  mount_t *m = w->m;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  // fuse_invalidate_path writes to /dev/fuse, and the kernel may wait there for pages locked by a read whose answer
+  // comes from the JavaScript thread: never on that thread. Nor on libuv's pool, which the process's own file system
+  // calls may fill. The lock keeps the loop thread from freeing libfuse meanwhile.
+  pthread_mutex_lock(&m->lock);
+  w->result = m->fuse != NULL ? fuse_invalidate_path(m->fuse, w->path) : -ENOTCONN;
+  pthread_mutex_unlock(&m->lock);
+  req_t *r = calloc(1, sizeof *r);
+  if (r != NULL) {
+    r->op = OP_INVAL_DONE;
+    r->extra = w;
+    if (napi_call_threadsafe_function(m->tsfn, r, napi_tsfn_blocking) != napi_ok) free(r);
   }
-  napi_delete_reference(env, w->cb);
-  napi_delete_async_work(env, w->work);
-  mount_unref(w->m);
-  free(w->path);
-  free(w);
+  napi_release_threadsafe_function(m->tsfn, napi_tsfn_release);
+  return NULL;
 }
 
-/** invalidatePath(handle, path, cb(result)): drops the kernel's cached entry, attributes and pages of a path. */
+/**
+ * invalidatePath(handle, path, cb(result)) → undefined, or a negative errno at once (the mount is gone). Drops the
+ * kernel's cached attributes and pages of a path (0, or -ENOENT when the kernel holds nothing of it).
+ */
 static napi_value js_invalidate_path(napi_env env, napi_callback_info info) {
   size_t argc = 3;
-  napi_value argv[3], name;
+  napi_value argv[3];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   mount_t *m = argc >= 3 ? get_handle(env, argv[0]) : NULL;
   size_t len;
   if (m == NULL || napi_get_value_string_utf8(env, argv[1], NULL, 0, &len) != napi_ok) return throw_error(env, "invalidatePath(handle, path, cb)");
+  // Under the lock, a live libfuse means the loop thread has not let go of the threadsafe function yet: taking a
+  // share of it here keeps it (and `m`) until the invalidation thread lets go.
+  pthread_mutex_lock(&m->lock);
+  int alive = m->fuse != NULL && !m->tsfn_gone && napi_acquire_threadsafe_function(m->tsfn) == napi_ok;
+  pthread_mutex_unlock(&m->lock);
+  if (!alive) return mk_num(env, -ENOTCONN);
   inval_t *w = calloc(1, sizeof *w);
-  if (w == NULL) return throw_error(env, "out of memory");
+  if (w != NULL) w->path = malloc(len + 1);
+  pthread_t th;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (w == NULL || w->path == NULL) goto fail;
   w->m = m;
-  w->path = malloc(len + 1);
   napi_get_value_string_utf8(env, argv[1], w->path, len + 1, &len);
-  napi_create_reference(env, argv[2], 1, &w->cb);
-  mount_ref(m);
-  napi_create_string_utf8(env, "orch-fuse3-invalidate", NAPI_AUTO_LENGTH, &name);
-  napi_create_async_work(env, NULL, name, inval_execute, inval_complete, w, &w->work);
-  napi_queue_async_work(env, w->work);
+  if (napi_create_reference(env, argv[2], 1, &w->cb) != napi_ok) goto fail;
+  if (pthread_create(&th, &attr, inval_thread, w) != 0) {
+    napi_delete_reference(env, w->cb);
+    goto fail;
+  }
+  pthread_attr_destroy(&attr);
   return NULL;
+fail:
+  pthread_attr_destroy(&attr);
+  if (w != NULL) free(w->path);
+  free(w);
+  napi_release_threadsafe_function(m->tsfn, napi_tsfn_release);
+  return mk_num(env, -ENOMEM);
 }
 
 static napi_value init_module(napi_env env, napi_value exports) {

@@ -23,7 +23,8 @@ interface Native {
   /** 0, or the errno of umount2 (EPERM when not root: the caller runs fusermount3). */
   unmount(handle: object): number;
   info(handle: object): Fuse3Info;
-  invalidatePath(handle: object, path: string, cb: (result: number) => void): void;
+  /** undefined: cb is called; a number: the answer at once (the mount is gone), cb is not called. */
+  invalidatePath(handle: object, path: string, cb: (result: number) => void): number | undefined;
 }
 
 const ADDON = path.join('native', 'fuse3', 'build', 'Release', 'orch_fuse3.node');
@@ -105,7 +106,10 @@ export function loadFuse3(): { Fuse: FuseClass; libfuseVersion: string } {
     invalidate(p: string): Promise<number> {
       const h = this.handle;
       if (!h) return Promise.resolve(0);
-      return new Promise((resolve) => native.invalidatePath(h, p, resolve));
+      return new Promise((resolve) => {
+        const now = native.invalidatePath(h, p, resolve);
+        if (now !== undefined) resolve(now);
+      });
     }
   }
 
