@@ -3,6 +3,7 @@
 // agreed to 1 MiB requests; and a handler that answers twice, throws, answers late, or keeps the read buffer past
 // its answer does not crash the process nor leave the kernel waiting.
 import test from 'ava';
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +19,14 @@ async function isMounted(p: string): Promise<boolean> {
 test('the libfuse 3 binding is built on this machine and is the one mounts use', (t) => {
   t.deepEqual(fuseBindingName(), { name: 'libfuse3' }, 'scripts/setup-fuse.sh installs libfuse3-dev; npm ci builds native/fuse3');
   t.regex(loadFuse3().libfuseVersion, /^3\./);
+});
+
+test('ORCH_FUSE_BINDING=fuse-native selects the libfuse 2.9 fallback, and says why', async (t) => {
+  const code = "import('./src/fuse/binding.ts').then((b) => process.stdout.write(JSON.stringify(b.fuseBindingName())))";
+  const out = await new Promise<string>((resolve, reject) =>
+    execFile(path.resolve('node_modules/.bin/tsx'), ['-e', code], { env: { ...process.env, ORCH_FUSE_BINDING: 'fuse-native' }, timeout: 60_000 }, (err, so, se) => (err ? reject(new Error(se || err.message)) : resolve(so))),
+  );
+  t.deepEqual(JSON.parse(out), { name: 'fuse-native', why: 'ORCH_FUSE_BINDING=fuse-native' });
 });
 
 test('a handler that answers twice, throws, answers late or keeps its buffer: the kernel gets one answer each, the process lives', async (t) => {
