@@ -491,6 +491,10 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   // READDIRPLUS through the high-level API costs a lookup (an FSAL GetAttr) per entry: off, as with libfuse 2.9.
   conn->want &= ~FUSE_CAP_READDIRPLUS;
+  // open(O_TRUNC) as libfuse 2.9 had it: the kernel truncates first (a setattr, which the FSAL judges and a
+  // read-only mount refuses at once), then opens. With ATOMIC_O_TRUNC the truncation would ride on the open, which
+  // the daemon answers without an FSAL call, and a refusal would come only at close (`echo y > ro/file` exits 0).
+  conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
   if (m->writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) conn->want |= FUSE_CAP_WRITEBACK_CACHE;
   else conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   cfg->attr_timeout = m->attr_timeout;
