@@ -43,7 +43,10 @@ export function registerFuseCommand(program: Command): void {
       const token = g.token ?? process.env.ORCH_TOKEN;
       const logger = createLogger({ level: opts.logLevel, destination: 2 });
       if (!fuseAvailable()) logger.warn('the FUSE binding is not available: Mount will answer FAILED_PRECONDITION (run scripts/setup-fuse.sh, then npm install)');
-      else logger.info(fuseBindingName(), 'FUSE binding');
+      else {
+        const b = fuseBindingName();
+        logger.info({ binding: b.name, ...(b.why ? { binding_fallback: b.why } : {}) }, 'FUSE binding');
+      }
       const mounts = new MountManager({ mountPrefix, fsal: { address: fsal, ...(token ? { token } : {}) }, logger });
       const server = await startGrpcServer(createFuseServer(mounts, logger), listen.host, listen.port);
       const address = `${listen.host}:${server.port}`;
