@@ -1,4 +1,4 @@
-// orch's libfuse 3 binding (native/fuse3/orch_fuse3.c, built at install by scripts/build-fuse3.mjs) behind the same
+// orch's libfuse 3 binding (native/fuse3/*.c, built at install by scripts/build-fuse3.mjs) behind the same
 // FuseInstance interface as @cocalc/fuse-native, so src/fuse/operations.ts serves either. What it adds: kernel
 // requests of up to 1 MiB, a keep_cache answer per open (open/create callbacks take a third argument), and
 // invalidate(path). Loaded by src/fuse/binding.ts, which falls back to @cocalc/fuse-native when this does not load.

@@ -9,7 +9,7 @@
 //   directory it is checked the same way and changes nothing (a directory's mtime is its last entry change).
 // - chmod and chown succeed only to the mode or owner a file already shows (owners are squashed), else EPERM.
 // - truncate is made of Create (which truncates to zero), Read and Write.
-// Not provided, so the kernel answers ENOSYS: symlinks, hard links, xattrs, statfs.
+// Not provided, so the kernel answers ENOSYS: symlinks, hard links, xattrs. statfs: libfuse answers it (no sizes).
 import { constants as os } from 'node:os';
 import type { FileAttributes } from '../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../logging/logger.ts';
