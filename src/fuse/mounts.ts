@@ -107,6 +107,8 @@ export class MountManager {
         negativeTimeout: 1,
         // The kernel was answered EIO; the callback's error is the daemon's bug, not the caller's.
         onError: (err, op) => this.log.error({ err, op, volume_id: target.volume_id }, 'a FUSE callback threw'),
+        // libfuse 3: the kernel let go of the mount (after Unmount, once nothing in it was in use).
+        onExit: () => this.log.debug({ volume_id: target.volume_id, mountPath }, 'the FUSE loop ended'),
       });
       try {
         await promisify((cb) => fuse.mount(cb));
