@@ -4,7 +4,7 @@
 // its answer does not crash the process nor leave the kernel waiting.
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fuseBindingName, type FuseOperations, type FuseStats } from '../../src/fuse/binding.ts';
@@ -85,4 +85,32 @@ test('a handler that answers twice, throws, answers late or keeps its buffer: th
 
   await new Promise<void>((resolve, reject) => fuse.unmount((err) => (err ? reject(err) : resolve())));
   t.false(await isMounted(mnt), 'unmounted');
+});
+
+test('Unmount with a file still open in the mount detaches it at once; the open file is served until it is closed', async (t) => {
+  const { Fuse } = loadFuse3();
+  const mnt = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse3-busy-'));
+  t.teardown(() => rm(mnt, { recursive: true, force: true }));
+  const now = new Date();
+  const stats = (mode: number, size: number): FuseStats => ({ mode, uid: 0, gid: 0, size, dev: 0, nlink: 1, ino: 0, rdev: 0, blksize: 4096, blocks: 1, atime: now, mtime: now, ctime: now });
+  let exited = false;
+  const ops: FuseOperations = {
+    getattr: (p, cb) => (p === '/' ? cb(0, stats(0o40755, 0)) : p === '/data' ? cb(0, stats(0o100644, 5)) : cb(-2)),
+    open: (_p, _flags, cb) => cb(0, 1, false),
+    read: (_p, _fd, buf, len, pos, cb) => cb(Buffer.from('hello').subarray(pos, pos + len).copy(buf)),
+    release: (_p, _fd, cb) => cb(0),
+  };
+  const fuse = new Fuse(mnt, ops, { onExit: () => (exited = true) });
+  await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));
+  // A reader opens the file, then reads it only after the Unmount below.
+  const marker = `${mnt}.opened`;
+  t.teardown(() => rm(marker, { force: true }));
+  const reader = sh(`exec 3< ${mnt}/data && echo opened && touch ${marker} && sleep 1 && cat <&3`);
+  for (let i = 0; i < 100 && !(await access(marker).then(() => true, () => false)); i++) await new Promise((r) => setTimeout(r, 50));
+  await new Promise<void>((resolve, reject) => fuse.unmount((err) => (err ? reject(err) : resolve())));
+  t.false(await isMounted(mnt), 'detached at once');
+  t.false(exited, 'the loop still serves the open file');
+  t.is((await reader).stdout, 'opened\nhello', 'the open file was read after Unmount');
+  for (let i = 0; i < 50 && !exited; i++) await new Promise((r) => setTimeout(r, 50));
+  t.true(exited, 'the loop ended once the file was closed');
 });
