@@ -83,7 +83,17 @@ interface OpenFile {
   block?: Block;
   /** The block after `block`, being fetched. */
   next?: { path: string; offset: number; promise: Promise<Block> };
+  /** Where the last read served on this open file ended: a read starting there goes on sequentially. */
+  end?: number;
 }
+
+/**
+ * A kernel read shorter than this, not at the start of the file nor where the open file's last read ended, is a lone
+ * page or two the page cache lacks amid pages it has (a write through the mount leaves a page not up to date when its
+ * copy from the writer's buffer was cut short): it is fetched as asked, without a read-ahead block. Readahead asks
+ * for 128 KiB and more.
+ */
+const LONE_READ = 128 * 1024;
 
 /** The write-behind queue of one path. */
 class WriteBehind {
@@ -325,7 +335,18 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     let f = files.get(fd);
     if (!f) files.set(fd, (f = {}));
     const covers = (x: Block | undefined): x is Block => !!x && x.path === path && pos >= x.offset && (pos + len <= x.offset + x.data.length || x.eof);
+    const lone = len < LONE_READ && pos !== 0 && f.end !== pos;
+    f.end = pos + len;
     if (!covers(f.block)) {
+      if (lone) {
+        // Only these bytes: a 2 MiB block (an FSAL Read 500 times the size, and the next one fetched ahead) made a
+        // read of a 64 MiB file the mount had just written, two such pages short of the page cache, take 2-10 times
+        // as long.
+        const res = await remote.read(path, pos, len);
+        const n = Math.min(len, res.data.length);
+        Buffer.from(res.data.buffer, res.data.byteOffset, n).copy(buf, 0);
+        return n;
+      }
       const next = f.next;
       f.next = undefined;
       const b = next && next.path === path && next.offset <= pos ? await next.promise : undefined;

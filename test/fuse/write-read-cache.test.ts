@@ -49,6 +49,19 @@ test('a file written elsewhere is read through the mount in kernel requests of m
   t.true(Math.max(...reads) > 128 * 1024, 'the kernel read more than 128 KiB at a time (libfuse 2.9: 128 KiB at most)');
 });
 
+test('a lone small read amid a file asks the FSAL for those bytes, not a 2 MiB read-ahead block', async (t) => {
+  const { f, vol, mnt } = await mountedVolume(t, { limit: 64 * MiB });
+  const data = randomBytes(8 * MiB);
+  await f.volumes.writeFile(TENANT, vol, '/lone.bin', data);
+  const r = await sh(`dd if=${mnt}/lone.bin bs=4096 skip=1000 count=1 2>/dev/null | sha256sum`);
+  t.is(r.stdout.split(' ')[0], sha(data.subarray(4096 * 1000, 4096 * 1001)), r.stderr);
+  await f.fsal.flushEvents();
+  const ev = await f.db.query<{ bytes: string }>("SELECT bytes FROM storage_events WHERE volume_id = $1 AND path = '/lone.bin' AND operation = 'read' ORDER BY seq", [vol]);
+  const bytes = ev.rows.map((x) => Number(x.bytes));
+  t.log(`FSAL Reads: ${bytes.join(', ')} bytes`);
+  t.true(bytes.length > 0 && bytes.reduce((a, b) => a + b, 0) < 128 * 1024, 'the FSAL was asked for the page or so the kernel asked for');
+});
+
 test('a change made through the VolumeService to a file the mount has cached shows at the next open: same size, larger, smaller', async (t) => {
   const { f, vol, mnt } = await mountedVolume(t, { limit: 64 * MiB });
   const w = await sh(`head -c 1048576 /dev/zero | tr '\\0' x > ${mnt}/c.txt && head -c 3 ${mnt}/c.txt && tail -c 3 ${mnt}/c.txt`);
