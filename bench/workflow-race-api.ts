@@ -164,8 +164,8 @@ export function workflowsAt(workflows: number, c: number): number {
 /**
  * `npm run bench -- workflow-race-api [--runs N] [--workflows W] [--concurrency 1,64] [--no-engine]`: per run Restate
  * (ingress), orch through its API (`orch up` from dist/, HTTP run-and-wait and gRPC RunWorkflow on the same node) and
- * orch's engine in-process (labelled; skipped with --no-engine), each started fresh with the others stopped. Prints
- * every run, then the medians.
+ * orch's engine in-process (labelled; skipped with --no-engine), each started fresh with the others stopped; odd runs
+ * race orch before Restate. Prints every run, then the medians, with the median and range of the runs' own ratios.
  */
 export async function benchWorkflowRaceApi(
   runs: number,
@@ -190,9 +190,14 @@ export async function benchWorkflowRaceApi(
     const all: { restate: RaceFigures[]; api: Record<ApiPath, ApiFigures[]>; engine: RaceFigures[] }[] = [];
     let version = '';
     for (let r = 0; r < runs; r++) {
+      // Odd runs race orch first: on a machine whose speed drifts within minutes (this VM: Restate alone 305-638
+      // steps/s at c = 1 in one morning, nothing else running), whichever engine always went first would always
+      // meet the earlier machine; alternating the order spreads the drift over both.
+      const orchFirst = r % 2 === 1;
+      const api0 = orchFirst ? await raceOrchApi(workflows, concurrencies, await fresh()) : undefined;
       const rs = await raceRestate(workflows, concurrencies, workflowsAt);
       version = rs.version;
-      const api = await raceOrchApi(workflows, concurrencies, await fresh());
+      const api = api0 ?? (await raceOrchApi(workflows, concurrencies, await fresh()));
       const engine = withEngine ? await raceOrch(workflows, concurrencies, workflowsAt, await fresh()) : [];
       all.push({ restate: rs.figures, api, engine });
       const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
@@ -208,12 +213,12 @@ export async function benchWorkflowRaceApi(
           (e ? `orch engine in-process ${e.stepsPerSecond.toFixed(0)} steps/s | ` : '') +
           `restate ${b.stepsPerSecond.toFixed(0)} steps/s p50 ${b.p50Ms.toFixed(1)} p99 ${b.p99Ms.toFixed(1)} ms | ` +
           `HTTP/restate ${(h.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x, gRPC/restate ${(g.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` +
-          (e ? `, in-process/restate ${(e.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` : '') + `, load ${load}`);
+          (e ? `, in-process/restate ${(e.stepsPerSecond / b.stepsPerSecond).toFixed(2)}x` : '') + `, load ${load}` + (orchFirst ? ' (orch first)' : ''));
       }
     }
     out(`medians of ${runs} runs (Restate ${version}; orch up from dist/ on ${server ? 'a private PostgreSQL server' : 'the shared PostgreSQL'}; W=${workflows}: min(W,200) at c=1, max(W,4c) above):`);
-    out('| concurrency | path | workflows/s | steps/s | p50 ms | p99 ms | node cpu ms/wf | pg cpu ms/wf | vs Restate steps/s |');
-    out('|---|---|---|---|---|---|---|---|---|');
+    out('| concurrency | path | workflows/s | steps/s | p50 ms | p99 ms | node cpu ms/wf | pg cpu ms/wf | vs Restate steps/s | median of the runs\' ratios (min–max) |');
+    out('|---|---|---|---|---|---|---|---|---|---|');
     for (const [i, c] of concurrencies.entries()) {
       type Run = (typeof all)[number];
       const pick = <T extends RaceFigures>(f: (x: Run) => T | undefined, g: (x: T) => number): number => median(all.map((x) => { const v = f(x); return v ? g(v) : 0; }));
@@ -221,7 +226,10 @@ export async function benchWorkflowRaceApi(
       const row = (label: string, f: (x: Run) => RaceFigures | undefined, ratio: boolean, cpu?: (x: Run) => ApiFigures | undefined): string => {
         const s = pick(f, (x) => x.stepsPerSecond);
         const cpus = cpu ? `${pick(cpu, (x) => x.nodeCpuMsPerWorkflow).toFixed(2)} | ${pick(cpu, (x) => x.pgCpuMsPerWorkflow).toFixed(2)}` : ' | ';
-        return `| ${c} | ${label} | ${pick(f, (x) => x.workflowsPerSecond).toFixed(1)} | ${s.toFixed(0)} | ${pick(f, (x) => x.p50Ms).toFixed(1)} | ${pick(f, (x) => x.p99Ms).toFixed(1)} | ${cpus} | ${ratio ? `${(s / rs).toFixed(2)}x` : ''} |`;
+        // Each run's own ratio (its orch against its Restate, minutes apart at most), then their median and range.
+        const ratios = all.map((x) => (f(x)?.stepsPerSecond ?? 0) / (x.restate[i]?.stepsPerSecond || Infinity)).sort((a, b) => a - b);
+        const spread = ratio ? `${median(ratios).toFixed(2)}x (${ratios[0]!.toFixed(2)}–${ratios[ratios.length - 1]!.toFixed(2)})` : '';
+        return `| ${c} | ${label} | ${pick(f, (x) => x.workflowsPerSecond).toFixed(1)} | ${s.toFixed(0)} | ${pick(f, (x) => x.p50Ms).toFixed(1)} | ${pick(f, (x) => x.p99Ms).toFixed(1)} | ${cpus} | ${ratio ? `${(s / rs).toFixed(2)}x` : ''} | ${spread} |`;
       };
       out(row('orch API: `orch up`, HTTP run-and-wait', (x) => x.api.http[i], true, (x) => x.api.http[i]));
       out(row('orch API: `orch up`, gRPC RunWorkflow', (x) => x.api.grpc[i], true, (x) => x.api.grpc[i]));
