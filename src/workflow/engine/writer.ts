@@ -364,7 +364,7 @@ export class StepWriter {
         else p.reject(why());
         p.successor = undefined;
       } else {
-        void this.settle(p, applied, why, at);
+        this.settle(p, applied, why, at).catch((err: unknown) => this.logger.error({ err }, 'settling a pipelined workflow step failed'));
       }
     }
     if (!ahead) this.schedule();
