@@ -528,11 +528,8 @@ export class WorkflowRun {
 
   private async commit(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<void> {
     // A step with more statements (an approval row, expiring approvals) goes out after the run's earlier steps.
-    if (after) await this.settle();
-    // At most two of the run's steps in flight: a step carries the events of the one before it only.
-    while (this.outstanding.length > 1) await this.outstanding.shift()!.settled;
-    const written = this.write(events, transition, after);
-    await written;
+    await this.settle(after ? 0 : 1);
+    await this.write(events, transition, after);
     await this.settle();
   }
 
@@ -542,7 +539,7 @@ export class WorkflowRun {
    * commit of this one). At most two of the run's steps are in flight; a busy writer batches instead (commit).
    */
   private async commitPipelined(events: NewWorkflowEvent[]): Promise<void> {
-    while (this.outstanding.length > 1) await this.outstanding.shift()!.settled;
+    await this.settle(1);
     if (!this.deps.writer.idleExcept(this.outstanding.length)) return this.commit(events, true);
     const written = this.write(events, true);
     // Observed by settle (or by the next step's wait); a failure then fails the run, which resumes from its row.
@@ -566,8 +563,12 @@ export class WorkflowRun {
     return step.settled;
   }
 
-  /** Waits until every step this run wrote is committed; throws the first failure. */
-  private async settle(): Promise<void> {
-    while (this.outstanding.length > 0) await this.outstanding.shift()!.settled;
+  /**
+   * Waits until at most `left` of this run's steps are still in flight (none by default: every step it wrote is
+   * committed); throws the first failure. One left is how many a new step may follow: a step carries the events of
+   * the one before it only.
+   */
+  private async settle(left = 0): Promise<void> {
+    while (this.outstanding.length > left) await this.outstanding.shift()!.settled;
   }
 }
