@@ -45,10 +45,13 @@ test('a running node reaps an expired ephemeral volume on its own and stops the 
   t.teardown(async () => {
     if (!stopped) await node.stop();
   });
-  const v = await node.volumes.create({ tenantId: 'acme', ownerSubject: 'alice', label: 'scratch', sizeLimitBytes: 100, storageClass: 'ephemeral', ttlSeconds: 1 });
+  // A TTL long enough for the write below on any machine; the volume is then made to expire by its row, so a slow
+  // create and write (load 16: over a second) cannot find it already expired.
+  const v = await node.volumes.create({ tenantId: 'acme', ownerSubject: 'alice', label: 'scratch', sizeLimitBytes: 100, storageClass: 'ephemeral', ttlSeconds: 3600 });
   await node.volumes.writeFile('acme', v.id, 'x', 'x');
   const volDir = path.join(dir, 'volumes', v.id);
   t.true(existsSync(volDir));
+  await node.db.query(`UPDATE volumes SET expires_at = now() - interval '1 second' WHERE id = $1`, [v.id]);
   const keep = await node.volumes.create({ tenantId: 'acme', ownerSubject: 'alice', label: 'kept', sizeLimitBytes: 100 });
   const deadline = Date.now() + 30_000;
   // The reaper removes the directory, then the row: wait for both (a loaded machine shows the gap).
