@@ -71,6 +71,15 @@ interface Row {
  */
 const ASYNC_COMMIT = "set_config('synchronous_commit', 'off', true) AS async_commit";
 
+/**
+ * The StorageEvent INSERTs run as named prepared statements: each pooled connection parses and plans them once, then
+ * only binds and executes. Parsing and planning the batch INSERT (unnest of ten arrays WITH ORDINALITY, the MAX(seq)
+ * subquery, RETURNING) was most of its time: 0.6–0.9 ms a statement unprepared against 0.14–0.33 ms prepared on this
+ * machine, where a round trip is ~0.05 ms (docs/BENCHMARKS.md, issue 21, "fsal"). It is the only statement an FSAL
+ * call runs, so it was most of a small call's time in the service. The texts below are fixed (one name, one text).
+ */
+const STORAGE_EVENT_STATEMENTS = { one: 'orch_storage_event', batch: 'orch_storage_events' } as const;
+
 const COLUMNS = 'event_id, volume_id, seq, tenant_id, execution_id, operation, path, new_path, offset_bytes, bytes, status, error, recorded_at';
 
 function toEvent(r: Row): StorageEvent {
@@ -121,6 +130,7 @@ export async function appendStorageEvent(tx: Queryable, ev: NewStorageEvent): Pr
         ev.status,
         ev.error ?? null,
       ],
+      { prepare: STORAGE_EVENT_STATEMENTS.one },
     );
     return toEvent(res.rows[0]!);
   } catch (err) {
@@ -360,6 +370,7 @@ export async function appendStorageEvents(tx: Queryable, evs: NewStorageEvent[])
         col('status'),
         col('error'),
       ],
+      { prepare: STORAGE_EVENT_STATEMENTS.batch },
     );
     return res.rows.map(toEvent).sort((a, b) => a.seq - b.seq);
   } catch (err) {
