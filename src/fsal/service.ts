@@ -197,13 +197,31 @@ export class FsalService {
   create(caller: FsalCaller, req: CreateRequest): Promise<CreateResponse> {
     return this.run(caller, 'create', req, 'write', async (a, rel) => {
       if (rel === '') throw fsalError('already_exists', '/ is the volume root');
-      await this.requireDir(a, parentOf(rel));
-      const existing = await this.statOrUndefined(a, rel);
-      if (existing && req.exclusive) throw fsalError('already_exists', `${volPath(rel)} already exists`);
-      if (existing?.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
-      const info = await a.vols.createFile(a.volume.tenant_id, a.volume.id, volPath(rel), { exclusive: req.exclusive });
+      if (req.exclusive) {
+        // The exclusive create (every create of the FUSE mount) is tried first: O_CREAT|O_EXCL under the volume's
+        // symlink check succeeds exactly when the checks below would pass (the parent is a directory in the volume,
+        // the name is free) and does nothing when it fails. Only a failure runs the checks, to refuse with their
+        // precise status. The checks first cost four more filesystem round trips per new file (10 → 6).
+        try {
+          const info = await a.vols.createFile(a.volume.tenant_id, a.volume.id, volPath(rel), { exclusive: true });
+          return { handle: handleOf(info), attributes: this.attrs(info) };
+        } catch (err) {
+          await this.createChecks(a, rel, true);
+          throw err;
+        }
+      }
+      await this.createChecks(a, rel, false);
+      const info = await a.vols.createFile(a.volume.tenant_id, a.volume.id, volPath(rel), { exclusive: false });
       return { handle: handleOf(info), attributes: this.attrs(info) };
     });
+  }
+
+  /** What a Create requires: the parent is a directory, and the name is free (exclusive) or not a directory. */
+  private async createChecks(a: Access, rel: string, exclusive: boolean): Promise<void> {
+    await this.requireDir(a, parentOf(rel));
+    const existing = await this.statOrUndefined(a, rel);
+    if (existing && exclusive) throw fsalError('already_exists', `${volPath(rel)} already exists`);
+    if (existing?.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory`);
   }
 
   remove(caller: FsalCaller, req: RemoveRequest): Promise<RemoveResponse> {

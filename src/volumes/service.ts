@@ -452,10 +452,13 @@ export class VolumeService {
   async writeAtStat(tenantId: string, id: string, p: string, offset: number, data: Buffer | Uint8Array, opts: { create?: boolean } = {}): Promise<WriteResult & { info: FileInfo }> {
     checkNonNegInt(offset, 'offset');
     const buf = toBuffer(data);
-    const { root, target } = await this.open(tenantId, id, p, 'write');
-    if (target.isRoot) throw new OrchError(Errors.CONFLICT, '/ is the volume root, a directory');
+    // The path is resolved (the symlink check) once, under the volume's mutex, where the write happens: resolving it
+    // before taking the mutex as well cost two filesystem round trips per write and decided nothing the second
+    // resolution does not. The root is refused by its normal form.
+    if (normalizeVolumePath(p) === '/') throw new OrchError(Errors.CONFLICT, '/ is the volume root, a directory');
+    const root = this.localDir(await this.get(tenantId, id));
     return this.mutex.run(id, async () => {
-      const t = await resolveInVolume(root, p, 'write');
+      const t = await this.resolveIn(id, root, p, 'write');
       return this.fsOp(t.path, async () => {
         const existing = await lstat(t.host).catch((err: NodeJS.ErrnoException) => {
           if (err.code === 'ENOENT') return undefined;
@@ -739,11 +742,15 @@ export class VolumeService {
     normalizeVolumePath(p);
     const volume = await this.get(tenantId, id);
     const root = this.localDir(volume);
+    return { volume, root, target: await this.resolveIn(id, root, p, mode) };
+  }
+
+  /** `p` under the volume's directory `root`, with the symlink check. */
+  private resolveIn(id: string, root: string, p: string, mode: 'read' | 'write' | 'entry'): Promise<VolumePath> {
     // A volume whose directory is gone (removed under us) is not found rather than silently made again.
-    const target = await this.fsOp(p, () => (mode === 'entry' ? resolveEntry(root, p) : resolveInVolume(root, p, mode))).catch((err: unknown) => {
+    return this.fsOp(p, () => (mode === 'entry' ? resolveEntry(root, p) : resolveInVolume(root, p, mode))).catch((err: unknown) => {
       throw err instanceof OrchError && err.spec === Errors.NOT_FOUND ? nf(id) : err;
     });
-    return { volume, root, target };
   }
 
   /**
