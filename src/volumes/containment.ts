@@ -30,15 +30,23 @@ function inside(root: string, p: string): boolean {
 /** True when `host` (lexically under `rootHost`) reaches outside `rootHost` through a symbolic link. */
 export async function escapesThroughLink(rootHost: string, host: string): Promise<boolean> {
   const root = await realRoot(rootHost);
+  let resolved = false;
   try {
     if (!inside(root, await realpath(host))) return true;
+    resolved = true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
     const link = await lstat(host).catch(() => undefined);
     if (link?.isSymbolicLink()) return true;
   }
-  if (path.resolve(host) === path.resolve(rootHost)) return false;
+  const rootPath = path.resolve(rootHost);
+  if (path.resolve(host) === rootPath) return false;
   let dir = path.dirname(host);
+  // A target that resolved whose parent is the root itself (a name at the top of the volume, or the directory an entry
+  // operation resolves for a name one level down): the root exists (the target was reached through it) and its real
+  // path is the one resolved once above, so no second realpath of it. A target that did not resolve walks up as
+  // below, so a root removed under us is still found missing rather than taken as present.
+  if (resolved && path.resolve(dir) === rootPath) return false;
   for (;;) {
     try {
       return !inside(root, await realpath(dir));
