@@ -25,6 +25,16 @@ const LONG_POLES = [
   'test/ui/dashboard.test.ts',
 ];
 
+// Files whose assertions include a latency bound of the node under test that other test files' load can break
+// (fuzz: issue 14's `/health` p99 < 100 ms, 111-143 ms with other files running beside it at load 9-16, 52-71 ms
+// alone even at load 24). `npm test` runs them in a pass of their own after the rest, one at a time
+// (ORCH_TEST_PASS=quiet), so the bound measures the node rather than the suite's other lanes; the rest run with
+// ORCH_TEST_PASS=main. Unset (`npx ava <file>`), every file is a test file as before.
+const QUIET = ['test/gateway/fuzz.test.ts'];
+const PASS = process.env.ORCH_TEST_PASS;
+const files =
+  PASS === 'quiet' ? QUIET : PASS === 'main' ? ['test/**/*.test.ts', ...QUIET.map((f) => `!${f}`)] : ['test/**/*.test.ts'];
+
 function rank(file) {
   const i = LONG_POLES.findIndex((p) => file.endsWith(p));
   return i < 0 ? LONG_POLES.length : i;
@@ -35,9 +45,9 @@ export default {
   // ORCH_FILE_TIMING=<file>: each worker appends its file's wall, CPU and exit delay there (scripts/ava-file-timing.cjs).
   require: ['tsx', ...(process.env.ORCH_FILE_TIMING ? ['./scripts/ava-file-timing.cjs'] : [])],
   workerThreads: false,
-  files: ['test/**/*.test.ts'],
+  files,
   timeout: '3m',
-  concurrency: 2,
+  concurrency: PASS === 'quiet' ? 1 : 2,
   // For the nodes the tests start (test/support/node-process.ts testNodeFlags): PostgreSQL's WebAssembly in a PGlite
   // node through V8's baseline compiler only, ~1.5 s of CPU less per node start (issue 15). Benchmarks, outside
   // ava, start nodes as users run them.
