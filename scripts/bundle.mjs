@@ -41,7 +41,7 @@ export const EXTERNAL = [
 ];
 
 /** The bundle's entry points, named by their path under dist/ without extension (bin/entry.js imports them). */
-export const BUNDLED_ENTRIES = ['cli/main'];
+export const BUNDLED_ENTRIES = ['cli/main', 'storage/pglite-thread-worker'];
 
 /**
  * Builds dist/bundle/ from dist/. Returns false (and says why) when esbuild is not installed: bin/entry.js then runs

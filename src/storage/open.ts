@@ -5,7 +5,6 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db } from './db.ts';
 import { migrate } from './migrate.ts';
 import { listMigrations } from './migration-files.ts';
-import { openPglite } from './pglite.ts';
 import { preloadPgliteAssets } from './pglite-assets.ts';
 import { schemaKey } from './pglite-template.ts';
 
@@ -20,8 +19,9 @@ export interface OpenDbOptions {
 export async function openDb(options: OpenDbOptions, logger: Logger): Promise<Db> {
   const log = logger.child({ component: 'storage' });
   if (!options.url) {
-    let applied: number[] = [];
-    const db = await openMigratedPglite(path.join(options.dataDir, 'pglite'), async (d) => (applied = await migrate(d, log)));
+    // On a worker thread (pglite-thread.ts): PostgreSQL's start runs beside the node's loading, not on its thread.
+    const { openPgliteThread } = await import('./pglite-thread.ts');
+    const { db, applied } = await openPgliteThread(path.join(options.dataDir, 'pglite'), { logger: log });
     log.info({ database: db.kind, migrationsApplied: applied }, 'database ready');
     return db;
   }
@@ -46,5 +46,7 @@ export async function openMigratedPglite(dataDir: string, run: (db: Db) => Promi
   // Before hashing the migrations: PGlite's files are read and compiled meanwhile (pglite-assets.ts).
   preloadPgliteAssets();
   const key = await schemaKey(await listMigrations());
+  // Imported here: the node's main thread opens PGlite on a worker (openDb) and does not load it.
+  const { openPglite } = await import('./pglite.ts');
   return openPglite(dataDir, { schema: { key, migrate: run } });
 }

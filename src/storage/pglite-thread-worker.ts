@@ -1,0 +1,102 @@
+// The worker thread that runs a node's PGlite (see pglite-thread.ts for why): opens the database, then runs the
+// main thread's statements and transactions one message at a time. PGlite's own mutex orders them exactly as it
+// does in-process: a statement outside a transaction waits for the open one to end.
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Logger } from '../logging/logger.ts';
+import type { Db, Queryable } from './db.ts';
+import { migrate } from './migrate.ts';
+import { openMigratedPglite } from './open.ts';
+import { toWireError, type PgliteReply, type PgliteRequest, type PgliteThreadData } from './pglite-thread-wire.ts';
+
+const port = parentPort!;
+const data = workerData as PgliteThreadData;
+const send = (reply: PgliteReply): void => port.postMessage(reply);
+
+/** migrate()'s log lines, sent to the main thread's logger (the node's, with its bindings). */
+function forwardingLogger(): Logger {
+  const at =
+    (level: 'debug' | 'info' | 'warn' | 'error') =>
+    (obj: unknown, msg?: string): void => {
+      // An Error inside obj (migrate logs { err }) does not survive a clone with its fields; its message does.
+      const plain = obj && typeof obj === 'object' && 'err' in obj ? { ...obj, err: toWireError((obj as { err: unknown }).err) } : obj;
+      send({ kind: 'log', level, obj: plain, msg: msg ?? '' });
+    };
+  // migrate() uses only these four levels; the rest of pino's interface is never called here.
+  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger;
+}
+
+/** An open transaction: its Queryable, and how the main thread ends it. */
+interface OpenTx {
+  q: Queryable;
+  end(commit: boolean): void;
+}
+
+const ROLLED_BACK = new Error('rolled back by the main thread');
+
+/** Each open transaction's settling (its COMMIT or ROLLBACK), awaited by its `end`. */
+const ends = new Map<number, Promise<unknown>>();
+
+async function serve(db: Db): Promise<void> {
+  const txs = new Map<number, OpenTx>();
+  const answer = (id: number, work: Promise<unknown>): void => {
+    work.then(
+      (value) => send({ kind: 'result', id, value }),
+      (err: unknown) => send({ kind: 'error', id, error: toWireError(err) }),
+    );
+  };
+  port.on('message', (req: PgliteRequest) => {
+    switch (req.op) {
+      case 'query': {
+        const target = req.tx === undefined ? db : txs.get(req.tx)?.q;
+        answer(req.id, target ? target.query(req.sql, req.params) : Promise.reject(new Error(`no open transaction ${req.tx}`)));
+        return;
+      }
+      case 'begin': {
+        // Answered once inside PGlite's transaction (its BEGIN ran); the transaction's own settling answers `end`.
+        let began!: () => void;
+        const inside = new Promise<void>((resolve) => (began = resolve));
+        const done = db.tx(
+          (q) =>
+            new Promise<void>((resolve, reject) => {
+              txs.set(req.tx, { q, end: (commit) => (commit ? resolve() : reject(ROLLED_BACK)) });
+              began();
+            }),
+        );
+        done.then(
+          () => txs.delete(req.tx),
+          () => txs.delete(req.tx),
+        );
+        ends.set(req.tx, done);
+        answer(req.id, Promise.race([inside, done]));
+        return;
+      }
+      case 'end': {
+        const tx = txs.get(req.tx);
+        const done = ends.get(req.tx);
+        ends.delete(req.tx);
+        if (!tx || !done) {
+          answer(req.id, Promise.reject(new Error(`no open transaction ${req.tx}`)));
+          return;
+        }
+        tx.end(req.commit);
+        // A rollback asked for is a success; a failed COMMIT is the caller's error.
+        answer(req.id, req.commit ? done : done.catch((err: unknown) => (err === ROLLED_BACK ? undefined : Promise.reject(err))));
+        return;
+      }
+      case 'close':
+        answer(req.id, db.close());
+        return;
+    }
+  });
+}
+
+try {
+  let applied: number[] = [];
+  const db = data.migrate
+    ? await openMigratedPglite(data.dataDir, async (d) => (applied = await migrate(d, forwardingLogger())))
+    : await (await import('./pglite.ts')).openPglite(data.dataDir);
+  await serve(db);
+  send({ kind: 'ready', applied });
+} catch (err) {
+  send({ kind: 'failed', error: toWireError(err) });
+}

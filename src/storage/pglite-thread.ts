@@ -1,0 +1,176 @@
+// A node's PGlite in a worker thread. PGlite is PostgreSQL compiled to WebAssembly: in-process, its start (the
+// backend's boot, the first queries loading the catalog in not-yet-optimised WebAssembly) ran on the thread that was
+// also loading the node's modules and building its HTTP app, ~1 s of a ~3 s start on a quiet machine, and later every
+// statement's planning and execution shared that thread with the requests (issue 15 item 4: start-up). In a worker
+// it starts on the other core while the node loads, and the Db below sends each statement there.
+//
+// Same behaviour as the in-process adapter (pglite.ts), which the worker runs: one connection, transactions one
+// after another under PGlite's mutex, a query outside a transaction waits for it, the same rows and row counts (the
+// values cross by structured clone: Date, Uint8Array, JSON values and strings survive as they are), the same error
+// fields (code, constraint, detail…). The retry of a transaction on 40001 runs here, around the caller's function.
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../logging/logger.ts';
+import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
+import { withTxRetry } from './retry.ts';
+import { fromWireError, type PgliteReply, type PgliteRequest, type PgliteThreadData, type WireError } from './pglite-thread-wire.ts';
+
+type Pending = { resolve(value: unknown): void; reject(err: Error): void };
+type Request = PgliteRequest extends infer R ? (R extends PgliteRequest ? Omit<R, 'id'> : never) : never;
+
+/**
+ * The worker's code: the bundle's entry when the build made one (scripts/bundle.mjs), else the file beside this
+ * one; from the sources (tsx), a bootstrap that registers tsx in the worker first (hooks are per thread).
+ */
+function workerOf(data: PgliteThreadData): Worker {
+  const here = import.meta.url;
+  if (here.endsWith('.ts')) {
+    const file = new URL('./pglite-thread-worker.ts', here).href;
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const boot = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(file)}); })`;
+    return new Worker(boot, { eval: true, workerData: data });
+  }
+  const bundled = new URL('../bundle/storage/pglite-thread-worker.js', here);
+  return new Worker(existsSync(fileURLToPath(bundled)) ? bundled : new URL('./pglite-thread-worker.js', here), { workerData: data });
+}
+
+class PgliteThreadDb implements Db {
+  readonly kind = 'pglite' as const;
+  private nextId = 1;
+  private nextTx = 1;
+  private readonly pending = new Map<number, Pending>();
+  /** Set once the worker is gone: every later call fails with it. */
+  private gone: Error | undefined;
+  private closed = false;
+
+  constructor(private readonly worker: Worker) {}
+
+  /** The worker's answer to request `id` (and its exit, which fails whatever is still waiting). */
+  settle(reply: Extract<PgliteReply, { id: number }>): void {
+    const p = this.pending.get(reply.id);
+    if (!p) return;
+    this.pending.delete(reply.id);
+    if (reply.kind === 'result') p.resolve(reply.value);
+    else p.reject(fromWireError(reply.error));
+  }
+
+  fail(err: Error): void {
+    this.gone ??= err;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+  }
+
+  private call<T>(req: Request): Promise<T> {
+    if (this.gone) return Promise.reject(this.gone);
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.worker.postMessage({ ...req, id });
+    });
+  }
+
+  private queryable(tx?: number): Queryable {
+    return {
+      query: <R extends object = Row>(sql: string, params?: readonly unknown[]) => this.call<QueryResult<R>>({ op: 'query', sql, params, tx }),
+    };
+  }
+
+  query<R extends object = Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+    return this.call<QueryResult<R>>({ op: 'query', sql, params });
+  }
+
+  tx<T>(fn: (tx: Queryable) => Promise<T>, options?: TxOptions): Promise<T> {
+    // As pglite.ts: one statement needs no BEGIN and COMMIT (TxOptions.oneStatement); a second one is refused.
+    if (options?.oneStatement) return withTxRetry(() => fn(oneStatement(this.queryable())));
+    return withTxRetry(async () => {
+      const tx = this.nextTx++;
+      await this.call({ op: 'begin', tx });
+      let result: T;
+      try {
+        result = await fn(this.queryable(tx));
+      } catch (err) {
+        await this.call({ op: 'end', tx, commit: false }).catch(() => undefined);
+        throw err;
+      }
+      await this.call({ op: 'end', tx, commit: true });
+      return result;
+    });
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      if (!this.gone) await this.call({ op: 'close' });
+    } finally {
+      this.fail(new Error('the database is closed'));
+      await this.worker.terminate();
+    }
+  }
+}
+
+/** A oneStatement transaction's Queryable (db.ts TxOptions): its statement standalone, a second one refused. */
+function oneStatement(target: Queryable): Queryable {
+  let used = false;
+  return {
+    query: <R extends object = Row>(sql: string, params?: readonly unknown[]) => {
+      if (used) return Promise.reject(new Error('a oneStatement transaction ran a second statement'));
+      used = true;
+      return target.query<R>(sql, params);
+    },
+  };
+}
+
+export interface PgliteThreadOptions {
+  /** Bring the database to this build's schema (default true); false opens it as it is. */
+  migrate?: boolean;
+  /** Where the worker's log lines (the migrations') go. */
+  logger?: Logger;
+}
+
+/**
+ * Opens PGlite in `dataDir` on a worker thread (from the schema template when the directory is fresh, as
+ * openMigratedPglite) and resolves once it is ready, with the migrations it applied; rejects with the worker's
+ * error when it could not open.
+ */
+export function openPgliteThread(dataDir: string, options: PgliteThreadOptions = {}): Promise<{ db: Db; applied: number[] }> {
+  const data: PgliteThreadData = { dataDir, migrate: options.migrate ?? true };
+  const worker = workerOf(data);
+  const db = new PgliteThreadDb(worker);
+  return new Promise((resolve, reject) => {
+    let ready = false;
+    const failed = (err: Error): void => {
+      db.fail(err);
+      if (!ready) reject(err);
+    };
+    worker.on('message', (reply: PgliteReply) => {
+      switch (reply.kind) {
+        case 'ready':
+          ready = true;
+          resolve({ db, applied: reply.applied });
+          return;
+        case 'failed':
+          void worker.terminate().catch(() => undefined);
+          failed(fromWireError(reply.error as WireError));
+          return;
+        case 'log':
+          options.logger?.[reply.level](reply.obj as object, reply.msg);
+          return;
+        default:
+          db.settle(reply);
+      }
+    });
+    worker.on('error', (err) => failed(err));
+    worker.on('exit', (code) => failed(new Error(`the PGlite worker thread exited (code ${code})`)));
+  });
+}
