@@ -1,4 +1,5 @@
 // The `orch` command. This is the edge: the only place that reads process.env and argv and decides exit codes.
+import path from 'node:path';
 import { Command, Option } from 'commander';
 import { ConfigError } from '../config/errors.ts';
 import type { NodeConfig, NodeRoleName } from '../config/types.ts';
@@ -49,6 +50,8 @@ program
   .action(async (opts: { config?: string; role?: string }) => {
     const g = program.opts<GlobalOpts>();
     const config = await loadConfig(opts.config, opts.role);
+    // PGlite's worker thread first (pglite-thread.ts): its start overlaps the loading of everything below.
+    if (!config.database.url) (await import('../storage/pglite-thread.ts')).beginPgliteThread(path.join(config.dataDir, 'pglite'));
     const [{ createLogger }, { ensureDevIdentity }] = await Promise.all([import('../logging/logger.ts'), import('../auth/dev-identity.ts')]);
     const logger = createLogger({ level: config.log.level, destination: 2 });
     // Loaded here, not at the top: the client commands must not pay for loading the whole node (seconds of CPU).

@@ -138,33 +138,41 @@ export interface PgliteThreadOptions {
   logger?: Logger;
 }
 
-/**
- * Opens PGlite in `dataDir` on a worker thread (from the schema template when the directory is fresh, as
- * openMigratedPglite) and resolves once it is ready, with the migrations it applied; rejects with the worker's
- * error when it could not open.
- */
-export function openPgliteThread(dataDir: string, options: PgliteThreadOptions = {}): Promise<{ db: Db; applied: number[] }> {
-  const data: PgliteThreadData = { dataDir, migrate: options.migrate ?? true };
+/** A worker begun: its Db, its readiness, and its log lines held until a logger is given. */
+interface Started {
+  data: PgliteThreadData;
+  worker: Worker;
+  db: PgliteThreadDb;
+  ready: Promise<number[]>;
+  setLogger(logger: Logger | undefined): void;
+}
+
+/** Starts the worker; it opens the database at once, whether or not anyone awaits it yet. */
+function start(data: PgliteThreadData): Started {
   const worker = workerOf(data);
   const db = new PgliteThreadDb(worker);
-  return new Promise((resolve, reject) => {
-    let ready = false;
+  let logger: Logger | undefined;
+  let held: Extract<PgliteReply, { kind: 'log' }>[] | undefined = [];
+  const ready = new Promise<number[]>((resolve, reject) => {
+    let isReady = false;
     const failed = (err: Error): void => {
       db.fail(err);
-      if (!ready) reject(err);
+      if (!isReady) reject(err);
     };
+    // Listened to from the start: a reply with no listener would be lost.
     worker.on('message', (reply: PgliteReply) => {
       switch (reply.kind) {
         case 'ready':
-          ready = true;
-          resolve({ db, applied: reply.applied });
+          isReady = true;
+          resolve(reply.applied);
           return;
         case 'failed':
           void worker.terminate().catch(() => undefined);
           failed(fromWireError(reply.error as WireError));
           return;
         case 'log':
-          options.logger?.[reply.level](reply.obj as object, reply.msg);
+          if (held) held.push(reply);
+          else logger?.[reply.level](reply.obj as object, reply.msg);
           return;
         default:
           db.settle(reply);
@@ -173,4 +181,51 @@ export function openPgliteThread(dataDir: string, options: PgliteThreadOptions =
     worker.on('error', (err) => failed(err));
     worker.on('exit', (code) => failed(new Error(`the PGlite worker thread exited (code ${code})`)));
   });
+  // Held until awaited: a failure before then is the awaiting caller's to report.
+  ready.catch(() => undefined);
+  return {
+    data,
+    worker,
+    db,
+    ready,
+    setLogger(l) {
+      logger = l;
+      const lines = held ?? [];
+      held = undefined;
+      for (const line of lines) logger?.[line.level](line.obj as object, line.msg);
+    },
+  };
+}
+
+let begun: Started | undefined;
+
+/**
+ * Begins opening the node's PGlite in `dataDir` now (`orch up` calls it as soon as its config is read, before it
+ * loads the logger and the node): the worker's own start (a Node.js thread, PGlite's code, its WebAssembly) then
+ * overlaps that loading too. openPgliteThread of the same directory takes it over.
+ */
+export function beginPgliteThread(dataDir: string): void {
+  if (begun) return;
+  begun = start({ dataDir, migrate: true });
+  // Until openPgliteThread takes it over, it does not keep the process alive (a start that fails first exits).
+  begun.worker.unref();
+}
+
+/**
+ * Opens PGlite in `dataDir` on a worker thread (from the schema template when the directory is fresh, as
+ * openMigratedPglite) and resolves once it is ready, with the migrations it applied; rejects with the worker's
+ * error when it could not open.
+ */
+export async function openPgliteThread(dataDir: string, options: PgliteThreadOptions = {}): Promise<{ db: Db; applied: number[] }> {
+  const migrate = options.migrate ?? true;
+  let started: Started;
+  if (begun && begun.data.dataDir === dataDir && migrate) {
+    started = begun;
+    begun = undefined;
+    started.worker.ref();
+  } else {
+    started = start({ dataDir, migrate });
+  }
+  started.setLogger(options.logger);
+  return { db: started.db, applied: await started.ready };
 }
