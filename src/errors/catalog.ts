@@ -1,6 +1,8 @@
 // One catalogue of error codes, each with its HTTP and gRPC status, in the manner of fastify's lib/errors.js.
 // Code that fails raises an OrchError (terminal) or a RetryableError; transports map them with toHttp/toGrpc.
-import { status as GrpcStatus } from '@grpc/grpc-js';
+// The status codes alone, not grpc-js's index: a module that needs only errors (PGlite's worker thread, through
+// storage/retry.ts) then loads none of grpc-js and protobufjs (~0.9 MB of the bundle; issue 15 item 4: start-up).
+import { Status as GrpcStatus } from '@grpc/grpc-js/build/src/constants.js';
 
 export interface ErrorSpec {
   readonly code: string;
