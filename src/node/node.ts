@@ -110,6 +110,9 @@ export interface RunningNode {
   readonly workerCluster?: WorkerCluster;
 }
 
+/** How long after its start a node begins compiling the routes' request validators (see warm() below). */
+export const WARM_VALIDATORS_AFTER_MS = 1000;
+
 /** `first`: the database and authenticator already begun (`orch up` begins them while this module loads). */
 export async function startNode(config: NodeConfig, logger: Logger, first?: FirstSteps): Promise<RunningNode> {
   const log = nodeLogger(config, logger);
@@ -466,8 +469,12 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
     };
     log.info({ addresses, database: db.kind, bus: bus.kind }, 'node started');
     // After the start, between requests: the first request to each route then finds its validator compiled. A
-    // schema ajv refuses is a bug in request-schemas.ts; it is logged here and that route answers 500.
-    validators.warm().catch((err: unknown) => log.error({ err }, 'a route validator did not compile'));
+    // schema ajv refuses is a bug in request-schemas.ts; it is logged here and that route answers 500. Begun a
+    // moment after the start, not at once: its first compile (ajv's meta-schema, ~0.1 s) otherwise ran before the
+    // banner and the first /health answer (issue 15 item 4: start-up). A route used before then compiles its own.
+    const warmTimer = setTimeout(() => validators.warm().catch((err: unknown) => log.error({ err }, 'a route validator did not compile')), WARM_VALIDATORS_AFTER_MS);
+    warmTimer.unref();
+    cleanups.push(async () => clearTimeout(warmTimer));
 
     let stopping: Promise<void> | undefined;
     return {
