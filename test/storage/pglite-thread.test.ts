@@ -97,3 +97,11 @@ test("openDb without a URL starts PostgreSQL off the main thread: the main threa
   // worker the main thread only waits for messages.
   t.true(elu.utilization < 0.5, `the main thread was busy ${(elu.utilization * 100).toFixed(0)} % of ${elu.idle + elu.active} ms`);
 });
+
+test("a node's PGlite runs with 16 MB of shared buffers (initdb's 128 MB were zeroed at every start)", async (t) => {
+  const tmp = await tempDir('orch-pglite-thread-buffers-');
+  t.teardown(() => tmp.remove());
+  const db = await openDb({ dataDir: tmp.dir }, silentLogger());
+  t.teardown(() => db.close());
+  t.deepEqual((await db.query('SHOW shared_buffers')).rows, [{ shared_buffers: '16MB' }]);
+});
