@@ -1,4 +1,5 @@
 // The messages between a node's main thread and the worker thread that runs its PGlite (pglite-thread.ts).
+import type { MessagePort } from 'node:worker_threads';
 
 /** What the worker is started with (workerData). */
 export interface PgliteThreadData {
@@ -6,6 +7,8 @@ export interface PgliteThreadData {
   dataDir: string;
   /** Bring it to this build's schema (openMigratedPglite); false: open it as it is (tests of the Db interface). */
   migrate: boolean;
+  /** When given, the worker opens the database only once a message arrives here (the main thread's copy is done). */
+  gate?: MessagePort;
 }
 
 /** Main thread → worker. `tx` names an open transaction (begun by a `begin` of that number). */

@@ -10,9 +10,12 @@
 // fields (code, constraint, detail…). The retry of a transaction on 40001 runs here, around the caller's function.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { mkdir } from 'node:fs/promises';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import type { Logger } from '../logging/logger.ts';
 import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
+import { listMigrations } from './migration-files.ts';
+import { copySchemaDir, isFreshDataDir, schemaKey } from './pglite-template.ts';
 import { withTxRetry } from './retry.ts';
 import { fromWireError, type PgliteReply, type PgliteRequest, type PgliteThreadData, type WireError } from './pglite-thread-wire.ts';
 
@@ -25,14 +28,15 @@ type Request = PgliteRequest extends infer R ? (R extends PgliteRequest ? Omit<R
  */
 function workerOf(data: PgliteThreadData): Worker {
   const here = import.meta.url;
+  const options = { workerData: data, transferList: data.gate ? [data.gate] : [] };
   if (here.endsWith('.ts')) {
     const file = new URL('./pglite-thread-worker.ts', here).href;
     const tsx = import.meta.resolve('tsx/esm/api');
     const boot = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(file)}); })`;
-    return new Worker(boot, { eval: true, workerData: data });
+    return new Worker(boot, { ...options, eval: true });
   }
   const bundled = new URL('../bundle/storage/pglite-thread-worker.js', here);
-  return new Worker(existsSync(fileURLToPath(bundled)) ? bundled : new URL('./pglite-thread-worker.js', here), { workerData: data });
+  return new Worker(existsSync(fileURLToPath(bundled)) ? bundled : new URL('./pglite-thread-worker.js', here), options);
 }
 
 class PgliteThreadDb implements Db {
@@ -206,7 +210,21 @@ let begun: Started | undefined;
  */
 export function beginPgliteThread(dataDir: string): void {
   if (begun) return;
-  begun = start({ dataDir, migrate: true });
+  // A fresh directory gets its copy of the schema template (a `cp -r` child, as openPglite would make it) from here,
+  // at once, while the worker thread boots and loads PGlite; the worker opens the database once it is done.
+  const gate = new MessageChannel();
+  begun = start({ dataDir, migrate: true, gate: gate.port2 });
+  const copy = async (): Promise<void> => {
+    if (!isFreshDataDir(dataDir)) return;
+    await mkdir(dataDir, { recursive: true });
+    await copySchemaDir(undefined, await schemaKey(await listMigrations()), dataDir);
+  };
+  // Whatever the copy did (a failed one leaves the directory empty), the worker then opens as openPglite does.
+  const go = (): void => {
+    gate.port1.postMessage('go');
+    gate.port1.close();
+  };
+  void copy().then(go, go);
   // Until openPgliteThread takes it over, it does not keep the process alive (a start that fails first exits).
   begun.worker.unref();
 }

@@ -105,3 +105,18 @@ test("a node's PGlite runs with 16 MB of shared buffers (initdb's 128 MB were ze
   t.teardown(() => db.close());
   t.deepEqual((await db.query('SHOW shared_buffers')).rows, [{ shared_buffers: '16MB' }]);
 });
+
+test('beginPgliteThread copies the schema template and opens the database at once; openDb of that directory takes it over', async (t) => {
+  const tmp = await tempDir('orch-pglite-thread-begun-');
+  t.teardown(() => tmp.remove());
+  const { beginPgliteThread } = await import('../../src/storage/pglite-thread.ts');
+  const { listMigrations } = await import('../../src/storage/migration-files.ts');
+  beginPgliteThread(path.join(tmp.dir, 'pglite'));
+  const db = await openDb({ dataDir: tmp.dir }, silentLogger());
+  t.teardown(() => db.close());
+  const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+  t.deepEqual(rows, (await listMigrations()).map((m) => ({ version: m.version })), 'every shipped migration, once');
+  // Its statements run while the catalog is warmed in the background (warmCatalog) and after.
+  await db.query('CREATE TABLE begun_check (id INT4)');
+  t.is((await db.query('SELECT * FROM begun_check')).rowCount, 0);
+});
