@@ -134,6 +134,7 @@ async function benchStartup(): Promise<void> {
   const both = (name: string, samples: Sample[]): void => {
     report(name, samples.map((s) => s.ms), 'ms');
     report(`  the same, CPU (user + system)`, samples.map((s) => s.cpuMs), 'ms');
+    if (samples.every((s) => s.mainThreadCpuMs !== undefined)) report(`  the same, CPU of the main thread`, samples.map((s) => s.mainThreadCpuMs!), 'ms');
   };
   if (against) both(`orch up to first /health 200, dist/ of ${against}`, f.upAgainst);
   if (upOnly) {
