@@ -2,12 +2,14 @@
 // authenticator (for a fresh data dir, the dev identity's key). `orch up` begins them before it loads the rest of the
 // node's modules (~2,000 files), so PGlite's WebAssembly, the schema template's copy and the key generation overlap
 // that loading instead of following it (issue 15 item 4: start-up). startNode awaits them where it needs them.
+import path from 'node:path';
 import type { Authenticator } from '../auth/principal.ts';
 import { createAuthenticator } from '../auth/authenticator.ts';
 import type { NodeConfig } from '../config/types.ts';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import { openDb } from '../storage/open.ts';
+import { begunPgliteDb } from '../storage/pglite-thread.ts';
 import { retryThroughOutage } from '../storage/outage-retry.ts';
 
 /** How long a starting node waits for its database or Redis by default. */
@@ -18,7 +20,13 @@ export function startupWaitMs(seconds: number | undefined): number {
 }
 
 export interface FirstSteps {
+  /** The database, open and migrated. */
   readonly db: Promise<Db>;
+  /**
+   * The same database before it is open, when it can be used so (PGlite begun on its worker thread by `orch up`,
+   * pglite-thread.ts): statements wait until it is ready. startNode builds the node with it meanwhile.
+   */
+  readonly early?: Db;
   readonly authenticator: Promise<Authenticator>;
 }
 
@@ -42,5 +50,6 @@ export function beginFirstSteps(config: NodeConfig, logger: Logger): FirstSteps 
   const authenticator = createAuthenticator(config);
   void db.catch(() => undefined);
   void authenticator.catch(() => undefined);
-  return { db, authenticator };
+  const early = config.database.url ? undefined : begunPgliteDb(path.join(config.dataDir, 'pglite'));
+  return { db, authenticator, ...(early ? { early } : {}) };
 }

@@ -125,7 +125,9 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
     // The database and the authenticator (a fresh data dir's dev identity key: RSA, made on the thread pool) open
     // side by side; first-steps.ts.
     const steps = first ?? beginFirstSteps(config, logger);
-    const db = await steps.db;
+    // PGlite begun on its worker thread by `orch up` is usable before it is open (its statements wait for it): the
+    // node is built meanwhile, and the open is awaited before the node listens (issue 15 item 4: start-up).
+    const db = steps.early ?? (await steps.db);
     cleanups.push(() => db.close());
     // Cluster gauges (orch_cluster_nodes, heartbeats) at /metrics, read from cluster_nodes at scrape time.
     const unobserveNodes = observeClusterNodes(db);
@@ -382,6 +384,15 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
       ...(config.rate_limits ? { rateLimits: config.rate_limits } : {}),
       ...(config.redis.url ? { redisUrl: config.redis.url } : {}),
     });
+    // Open and migrated before anyone is told the node is up: /health answers only after this.
+    if (steps.early) {
+      const opened = await steps.db;
+      // Only if the first open failed and was retried (openDb's outage retry): the node was built on the failed one.
+      if (opened !== steps.early) {
+        await opened.close().catch(() => undefined);
+        throw new Error('the database was opened again while the node was being built');
+      }
+    }
     await app.listen({ host: config.http.bind, port: config.http.port });
     cleanups.push(() => app.close());
     const httpPort = (app.server.address() as { port: number }).port;

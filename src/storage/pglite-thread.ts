@@ -230,6 +230,15 @@ export function beginPgliteThread(dataDir: string): void {
 }
 
 /**
+ * The Db of the worker begun for `dataDir` (beginPgliteThread), before it is open: its statements wait in the worker
+ * until the database is ready (migrated), and fail with the open's error if it fails. The same object
+ * openPgliteThread of that directory then resolves with. startNode builds the node with it while PGlite starts.
+ */
+export function begunPgliteDb(dataDir: string): Db | undefined {
+  return begun && begun.data.dataDir === dataDir ? begun.db : undefined;
+}
+
+/**
  * Opens PGlite in `dataDir` on a worker thread (from the schema template when the directory is fresh, as
  * openMigratedPglite) and resolves once it is ready, with the migrations it applied; rejects with the worker's
  * error when it could not open.
