@@ -41,8 +41,9 @@ let warming: Promise<void> = Promise.resolve();
  * Once ready, the tables' catalog entries are loaded ahead (a statement per table that reads no row; planning it
  * opens the table and its indexes). A fresh backend otherwise loads them in each table's first statement, in
  * WebAssembly that V8 has not optimised yet: at a node's start those first statements (its own row, the recovery
- * of each actor kind) came one after another while the main thread waited, ~0.3 s quiet. Done here while the main
- * thread is still loading the node; a statement of the main thread's waits at most for one of these.
+ * of each actor kind) came one after another while the main thread waited (in a profile at load ~7, ~0.5 s of the
+ * worker's work after the open). Done here while the main thread is still building the node; a statement of the
+ * main thread's waits at most for one of these.
  */
 async function warmCatalog(db: Db): Promise<void> {
   const { rows } = await db.query<{ t: string }>("SELECT quote_ident(tablename) AS t FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename");
@@ -81,10 +82,12 @@ async function serve(db: Db): Promise<void> {
               began();
             }),
         );
-        done.then(
-          () => txs.delete(req.tx),
-          () => txs.delete(req.tx),
-        );
+        // Settled: forgotten (a BEGIN that failed is answered below and never ended).
+        const forget = (): void => {
+          txs.delete(req.tx);
+          ends.delete(req.tx);
+        };
+        done.then(forget, forget);
         ends.set(req.tx, done);
         answer(req.id, Promise.race([inside, done]));
         return;
@@ -115,6 +118,8 @@ try {
   // read and compiled, its code loaded. Then the copy is awaited.
   preloadPgliteAssets();
   const loading = import('./pglite.ts');
+  // Its failure is awaited (and reported) below, after the copy.
+  loading.catch(() => undefined);
   if (data.gate) await new Promise((resolve) => data.gate!.once('message', resolve));
   await loading;
   data.gate?.close();
