@@ -17,6 +17,8 @@ import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
 import { listMigrations } from './migration-files.ts';
 import { copySchemaDir, isFreshDataDir, schemaKey } from './pglite-template.ts';
 import { withTxRetry } from './retry.ts';
+import { DependencyUnavailable } from '../errors/outage.ts';
+import { backoffDelay, OUTAGE_BACKOFF } from '../util/backoff.ts';
 import { fromWireError, type PgliteReply, type PgliteRequest, type PgliteThreadData, type WireError } from './pglite-thread-wire.ts';
 
 type Pending = { resolve(value: unknown): void; reject(err: Error): void };
@@ -43,12 +45,16 @@ class PgliteThreadDb implements Db {
   readonly kind = 'pglite' as const;
   private nextId = 1;
   private nextTx = 1;
+  /** Transactions numbered below this were begun on a worker that has since died. */
+  private txFloor = 1;
   private readonly pending = new Map<number, Pending>();
-  /** Set once the worker is gone: every later call fails with it. */
+  /** Set when the first open failed, or once closed: every later call fails with it. */
   private gone: Error | undefined;
+  /** Set while a worker that died is being replaced: calls fail with it (an outage: callers wait it out). */
+  private down: Error | undefined;
   private closed = false;
 
-  constructor(private readonly worker: Worker) {}
+  constructor(public worker: Worker) {}
 
   /** The worker's answer to request `id` (and its exit, which fails whatever is still waiting). */
   settle(reply: Extract<PgliteReply, { id: number }>): void {
@@ -59,14 +65,44 @@ class PgliteThreadDb implements Db {
     else p.reject(fromWireError(reply.error));
   }
 
+  /** For good: the first open failed, or the Db was closed. */
   fail(err: Error): void {
     this.gone ??= err;
+    this.rejectPending(err);
+  }
+
+  /**
+   * The worker died after the database was open (PostgreSQL's process, in PGlite's case a thread, went away): what
+   * waited on it fails as an outage, open transactions are lost (rolled back: PGlite had not committed them), and
+   * calls fail the same way until `replaced` brings a new worker on the same directory.
+   */
+  lost(err: DependencyUnavailable): void {
+    this.down = err;
+    this.txFloor = this.nextTx;
+    this.rejectPending(err);
+  }
+
+  /** A new worker for the same directory: calls go to it (they wait there until it has opened). */
+  replaced(worker: Worker): void {
+    this.worker = worker;
+    this.down = undefined;
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  private rejectPending(err: Error): void {
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
   }
 
   private call<T>(req: Request): Promise<T> {
     if (this.gone) return Promise.reject(this.gone);
+    if (this.down) return Promise.reject(this.down);
+    if ('tx' in req && req.tx !== undefined && req.tx < this.txFloor) {
+      return Promise.reject(new DependencyUnavailable('database', `transaction ${req.tx} was lost with the PGlite worker thread that ran it`));
+    }
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
@@ -115,7 +151,7 @@ class PgliteThreadDb implements Db {
     if (this.closed) return;
     this.closed = true;
     try {
-      if (!this.gone) await this.call({ op: 'close' });
+      if (!this.gone && !this.down) await this.call({ op: 'close' });
     } finally {
       this.fail(new Error('the database is closed'));
       await this.worker.terminate();
@@ -153,43 +189,78 @@ interface Started {
 
 /** Starts the worker; it opens the database at once, whether or not anyone awaits it yet. */
 function start(data: PgliteThreadData): Started {
-  const worker = workerOf(data);
-  const db = new PgliteThreadDb(worker);
+  const db = new PgliteThreadDb(workerOf(data));
   let logger: Logger | undefined;
   let held: Extract<PgliteReply, { kind: 'log' }>[] | undefined = [];
-  const ready = new Promise<number[]>((resolve, reject) => {
-    let isReady = false;
+  const log = (reply: Extract<PgliteReply, { kind: 'log' }>): void => {
+    if (held) held.push(reply);
+    else logger?.[reply.level](reply.obj as object, reply.msg);
+  };
+  let isReady = false;
+  let deaths = 0;
+  /**
+   * A worker that dies once the database was open (a WebAssembly abort, the thread's heap exhausted) is replaced on
+   * the same directory after a capped backoff, as a PostgreSQL server that restarts: meanwhile every call fails as an
+   * outage, which request paths answer 503 and background work waits out (DESIGN: dependencies fail; before, in
+   * process, such a death took the node down with it).
+   */
+  const handled = new WeakSet<Worker>();
+  const died = (worker: Worker, err: Error): void => {
+    // Once per worker (its 'error' is followed by its 'exit'), and only for the one calls go to.
+    if (handled.has(worker) || db.worker !== worker || db.isClosed) return;
+    handled.add(worker);
+    void worker.terminate().catch(() => undefined);
+    const delay = backoffDelay(++deaths, OUTAGE_BACKOFF);
+    logger?.error({ err, restartInMs: delay }, 'the PGlite worker thread died; starting another on the same directory');
+    db.lost(new DependencyUnavailable('database', `the PGlite worker thread died: ${err.message}`, { cause: err }));
+    const again = setTimeout(() => {
+      if (db.isClosed) return;
+      const next = workerOf({ dataDir: data.dataDir, migrate: false });
+      watch(next);
+      db.replaced(next);
+    }, delay);
+    again.unref();
+  };
+  let readyOnce!: { resolve(applied: number[]): void; reject(err: Error): void };
+  const ready = new Promise<number[]>((resolve, reject) => (readyOnce = { resolve, reject }));
+  const watch = (worker: Worker): void => {
     const failed = (err: Error): void => {
-      db.fail(err);
-      if (!isReady) reject(err);
+      if (isReady) died(worker, err);
+      else if (db.worker === worker) {
+        db.fail(err);
+        readyOnce.reject(err);
+      }
     };
     // Listened to from the start: a reply with no listener would be lost.
     worker.on('message', (reply: PgliteReply) => {
       switch (reply.kind) {
         case 'ready':
+          if (isReady) deaths = 0; // a replacement opened: the next death starts the backoff again
           isReady = true;
-          resolve(reply.applied);
+          readyOnce.resolve(reply.applied);
           return;
         case 'failed':
           void worker.terminate().catch(() => undefined);
           failed(fromWireError(reply.error as WireError));
           return;
         case 'log':
-          if (held) held.push(reply);
-          else logger?.[reply.level](reply.obj as object, reply.msg);
+          log(reply);
           return;
         default:
-          db.settle(reply);
+          if (db.worker === worker) db.settle(reply);
       }
     });
     worker.on('error', (err) => failed(err));
     worker.on('exit', (code) => failed(new Error(`the PGlite worker thread exited (code ${code})`)));
-  });
+  };
+  watch(db.worker);
   // Held until awaited: a failure before then is the awaiting caller's to report.
   ready.catch(() => undefined);
   return {
     data,
-    worker,
+    get worker() {
+      return db.worker;
+    },
     db,
     ready,
     setLogger(l) {
@@ -199,6 +270,11 @@ function start(data: PgliteThreadData): Started {
       for (const line of lines) logger?.[line.level](line.obj as object, line.msg);
     },
   };
+}
+
+/** The thread a PGlite Db of this module runs on (tests kill it to see the Db through the loss), else undefined. */
+export function pgliteWorkerOf(db: Db): Worker | undefined {
+  return db instanceof PgliteThreadDb ? db.worker : undefined;
 }
 
 let begun: Started | undefined;

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
-import { openPgliteThread } from '../../src/storage/pglite-thread.ts';
+import { openPgliteThread, pgliteWorkerOf } from '../../src/storage/pglite-thread.ts';
+import { isOutage } from '../../src/errors/outage.ts';
 import { dbConformance } from './db-conformance.ts';
 
 async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
@@ -119,4 +120,42 @@ test('beginPgliteThread copies the schema template and opens the database at onc
   // Its statements run while the catalog is warmed in the background (warmCatalog) and after.
   await db.query('CREATE TABLE begun_check (id INT4)');
   t.is((await db.query('SELECT * FROM begun_check')).rowCount, 0);
+});
+
+test('pglite thread: a worker that dies is replaced on the same directory; meanwhile calls fail as an outage, and committed rows are there after', async (t) => {
+  const tmp = await tempDir('orch-pglite-thread-death-');
+  t.teardown(() => tmp.remove());
+  const { db } = await openPgliteThread(path.join(tmp.dir, 'db'), { migrate: false });
+  t.teardown(() => db.close());
+  await db.query('CREATE TABLE kept (id INT PRIMARY KEY)');
+  await db.query('INSERT INTO kept VALUES (1)');
+  const first = pgliteWorkerOf(db)!;
+  // A transaction open when the thread dies: PGlite never committed it.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const open = db.tx(async (tx) => {
+    await tx.query('INSERT INTO kept VALUES (2)');
+    await held;
+    await tx.query('INSERT INTO kept VALUES (3)');
+  });
+  await sleep(50);
+  await first.terminate(); // the thread ends as a WebAssembly abort would end it
+  release();
+  const lost = await t.throwsAsync(open);
+  t.true(isOutage(lost), `an open transaction fails as an outage: ${lost?.message}`);
+  const during = await t.throwsAsync(db.query('SELECT 1'));
+  t.true(isOutage(during), `a call while it is replaced fails as an outage: ${during?.message}`);
+
+  const deadline = Date.now() + 30_000;
+  let rows: number[] | undefined;
+  while (!rows && Date.now() < deadline) {
+    rows = await db.query<{ id: number }>('SELECT id FROM kept ORDER BY id').then(
+      (r) => r.rows.map((x) => x.id),
+      () => sleep(50).then(() => undefined),
+    );
+  }
+  t.deepEqual(rows, [1], 'the committed row is there; the lost transaction left nothing');
+  t.not(pgliteWorkerOf(db), first, 'a new thread serves the Db');
+  await db.tx(async (tx) => tx.query('INSERT INTO kept VALUES (4)'));
+  t.deepEqual((await db.query<{ id: number }>('SELECT id FROM kept ORDER BY id')).rows.map((x) => x.id), [1, 4]);
 });
