@@ -24,6 +24,7 @@ import type { RunSnapshot, StepWriter, WrittenStep } from './writer.ts';
 import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
 import { isBuiltinCommand } from '../states/system.ts';
+import { blackboardPatch } from './blackboard-patch.ts';
 
 const DEFAULT_STATE_TIMEOUT_S = 300;
 /** The safety-net poll of a waiting run (spec.workflow.poll_seconds). */
@@ -89,6 +90,8 @@ export class WorkflowRun {
   private lastSeq: number;
   /** Steps of this run written but not yet known committed, oldest first (pipelined built-in steps). */
   private readonly outstanding: WrittenStep[] = [];
+  /** The blackboard as of the last step handed to the writer (or as read from the row): a step sends what changed. */
+  private writtenBlackboard: Record<string, unknown>;
   private readonly log: Logger;
   private signal: AbortSignal = new AbortController().signal;
   /** spec.storage volume ids, once provisioned by this incarnation. */
@@ -116,6 +119,7 @@ export class WorkflowRun {
       final_output: row.final_output,
       error: row.error,
     };
+    this.writtenBlackboard = this.snap.blackboard;
     this.lastSeq = row.last_seq;
     this.resumedDeadline = row.wake_at ? new Date(row.wake_at).getTime() : undefined;
     this.answer = row.answer ?? undefined;
@@ -549,10 +553,13 @@ export class WorkflowRun {
   /** Hands the step to the writer (after the run's outstanding one, whose events it carries) and counts it. */
   private write(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<unknown> {
     const previous = this.outstanding[this.outstanding.length - 1];
+    const patch = blackboardPatch(this.writtenBlackboard, this.snap.blackboard);
+    this.writtenBlackboard = this.snap.blackboard;
     const step = this.deps.writer.writeStep({
       fence: this.fence,
       snapshot: { ...this.snap },
       firstSeq: this.lastSeq + 1,
+      ...(patch ? { blackboardPatch: patch } : {}),
       events,
       transition,
       ...(after ? { after } : {}),

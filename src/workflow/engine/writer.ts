@@ -23,6 +23,13 @@ export interface StepWrite {
   snapshot: RunSnapshot;
   /** seq of the first event (the row's last_seq + 1). */
   firstSeq: number;
+  /**
+   * The blackboard keys this step changed since the run's previous step (or since the row was read), when it only
+   * added or replaced keys: the row's blackboard is then updated as `blackboard || patch` instead of rewritten whole
+   * (a step of a run whose blackboard holds n keys sent and parsed all n: O(n^2) bytes over the run). Left out, the
+   * snapshot's whole blackboard is written.
+   */
+  blackboardPatch?: Record<string, unknown>;
   events: NewWorkflowEvent[];
   /** A state transition: sets last_transition_at. */
   transition: boolean;
@@ -43,6 +50,8 @@ export interface WrittenStep {
   readonly settled: Promise<BusEvent<Record<string, unknown>>[]>;
   readonly firstSeq: number;
   readonly events: NewWorkflowEvent[];
+  /** The step's blackboard patch (StepWrite.blackboardPatch); undefined when it writes the whole blackboard. */
+  readonly blackboardPatch: Record<string, unknown> | undefined;
 }
 
 /** The writer's own WrittenStep, which knows its queue entry (so a successor can be linked to it). */
@@ -51,6 +60,7 @@ class Written implements WrittenStep {
     readonly settled: Promise<BusEvent<Record<string, unknown>>[]>,
     readonly firstSeq: number,
     readonly events: NewWorkflowEvent[],
+    readonly blackboardPatch: Record<string, unknown> | undefined,
     readonly pending: Pending,
   ) {}
 }
@@ -89,7 +99,9 @@ export interface WriterOptions {
   minParallelBatch?: number;
 }
 
-const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboard = v.blackboard, context = v.context,
+// A step sends either the whole blackboard or only the keys it changed (bb_patch, merged into the row's with ||).
+const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboard = COALESCE(v.blackboard, w.blackboard || v.bb_patch),
+       context = v.context,
        visits = v.visits, total_transitions = v.total_transitions, feedback = v.feedback, human_feedback = v.human_feedback,
        final_output = v.final_output, error = v.error, last_seq = v.last_seq,
        last_transition_at = CASE WHEN v.transition THEN now() ELSE w.last_transition_at END,
@@ -108,7 +120,7 @@ const UPDATE_SET = `status = v.status, current_state = v.current_state, blackboa
 // NULL).
 // The ids also go as a UUID[] of their own ($1), for the index-driven lookup below.
 const V_ROWS = `SELECT * FROM jsonb_to_recordset($2::JSONB) AS v(id UUID, owner TEXT, epoch INT4, status TEXT, current_state TEXT,
-       blackboard JSONB, context JSONB, visits JSONB, total_transitions INT4, feedback TEXT, human_feedback TEXT, final_output JSONB,
+       blackboard JSONB, bb_patch JSONB, context JSONB, visits JSONB, total_transitions INT4, feedback TEXT, human_feedback TEXT, final_output JSONB,
        error TEXT, last_seq INT4, prev_seq INT4, transition BOOLEAN)`;
 const E_ROWS = `SELECT * FROM jsonb_to_recordset($3::JSONB) AS e(execution_id UUID, seq INT4, type TEXT, event_key TEXT, state_name TEXT,
        iteration_number INT4, payload JSONB)`;
@@ -120,13 +132,15 @@ function rowParams(batch: Pending[]): [string[], string] {
   const rows = batch.map(({ w }, i) => {
     const s = w.snapshot;
     ids[i] = w.fence.key;
+    const patch = blackboardPatch(w);
     return {
       id: w.fence.key,
       owner: w.fence.nodeId,
       epoch: w.fence.epoch,
       status: s.status,
       current_state: s.current_state,
-      blackboard: s.blackboard,
+      blackboard: patch ? undefined : s.blackboard,
+      bb_patch: patch,
       context: s.context,
       visits: s.visits,
       total_transitions: s.total_transitions,
@@ -140,6 +154,18 @@ function rowParams(batch: Pending[]): [string[], string] {
     };
   });
   return [ids, JSON.stringify(rows)];
+}
+
+/**
+ * The keys a step sends instead of its whole blackboard, or undefined to send it whole. A pipelined step may reach
+ * the row before its previous step does (which the fence then skips), so it carries that step's patch too, as it
+ * carries its events: applied over the row before either, or after the previous one, the result is the same.
+ */
+function blackboardPatch(w: StepWrite): Record<string, unknown> | undefined {
+  if (!w.blackboardPatch) return undefined;
+  if (!w.previous) return w.blackboardPatch;
+  const before = w.previous.blackboardPatch;
+  return before ? { ...before, ...w.blackboardPatch } : undefined;
 }
 
 /** The events as one JSON document ($3). */
@@ -248,7 +274,7 @@ export class StepWriter {
     if (w.previous instanceof Written) w.previous.pending.successor = pending;
     this.queue.push(pending);
     this.schedule();
-    return new Written(settled, w.firstSeq, w.events, pending);
+    return new Written(settled, w.firstSeq, w.events, w.blackboardPatch, pending);
   }
 
   /**
