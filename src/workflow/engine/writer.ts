@@ -12,7 +12,8 @@ import { rowLost, type RowFence } from '../../storage/row-lease.ts';
 import { insertWorkflowEvents, type NewWorkflowEvent } from './events.ts';
 import { isTerminalStatus, type WorkflowExecutionRow } from './repo.ts';
 
-/** The mutable part of a run, written whole with every step (the actor holds it in memory). */
+/** The mutable part of a run, written with every step (the actor holds it in memory); the blackboard as the keys the
+ * step changed when it only added or replaced keys (StepWrite.blackboardPatch), else whole. */
 export type RunSnapshot = Pick<
   WorkflowExecutionRow,
   'status' | 'current_state' | 'blackboard' | 'context' | 'visits' | 'total_transitions' | 'feedback' | 'human_feedback' | 'final_output' | 'error'
