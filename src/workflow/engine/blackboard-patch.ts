@@ -4,6 +4,14 @@
 // holds the very same value: comparing by reference finds the changed keys without walking their contents.
 
 /**
+ * A blackboard smaller than this (bytes of JSON) is still written whole. The race's (20 short keys, ~600 bytes) as a
+ * patch cost PostgreSQL 0.9-2.0 ms more CPU per lone 10-step run (race-breakdown c = 1, five alternated pairs,
+ * docs/BENCHMARKS.md; not explained: the statement alone in psql was the same either way), so small blackboards keep
+ * the measured path and only large ones, whose whole rewrite is what grows, travel as patches.
+ */
+export const PATCH_MIN_BYTES = 4096;
+
+/**
  * The keys of `after` whose value is not the same as in `before`, or undefined when the change cannot be written as
  * `row || patch`: a key removed, or a value undefined (JSON leaves such a key out, so the whole blackboard would drop
  * it while a patch would keep the row's old value).

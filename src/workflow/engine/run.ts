@@ -24,7 +24,7 @@ import type { RunSnapshot, StepWriter, WrittenStep } from './writer.ts';
 import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
 import { isBuiltinCommand } from '../states/system.ts';
-import { blackboardPatch } from './blackboard-patch.ts';
+import { blackboardPatch, PATCH_MIN_BYTES } from './blackboard-patch.ts';
 
 const DEFAULT_STATE_TIMEOUT_S = 300;
 /** The safety-net poll of a waiting run (spec.workflow.poll_seconds). */
@@ -92,6 +92,9 @@ export class WorkflowRun {
   private readonly outstanding: WrittenStep[] = [];
   /** The blackboard as of the last step handed to the writer (or as read from the row): a step sends what changed. */
   private writtenBlackboard: Record<string, unknown>;
+  /** About how many bytes of JSON the blackboard is (its size when read, plus every patch since: replaced keys counted
+   * twice); a patch is sent only from PATCH_MIN_BYTES on (blackboard-patch.ts). */
+  private blackboardBytes: number;
   private readonly log: Logger;
   private signal: AbortSignal = new AbortController().signal;
   /** spec.storage volume ids, once provisioned by this incarnation. */
@@ -120,6 +123,7 @@ export class WorkflowRun {
       error: row.error,
     };
     this.writtenBlackboard = this.snap.blackboard;
+    this.blackboardBytes = JSON.stringify(this.snap.blackboard).length;
     this.lastSeq = row.last_seq;
     this.resumedDeadline = row.wake_at ? new Date(row.wake_at).getTime() : undefined;
     this.answer = row.answer ?? undefined;
@@ -553,8 +557,10 @@ export class WorkflowRun {
   /** Hands the step to the writer (after the run's outstanding one, whose events it carries) and counts it. */
   private write(events: NewWorkflowEvent[], transition: boolean, after?: (tx: Queryable) => Promise<void>): Promise<unknown> {
     const previous = this.outstanding[this.outstanding.length - 1];
-    const patch = blackboardPatch(this.writtenBlackboard, this.snap.blackboard);
+    const changed = blackboardPatch(this.writtenBlackboard, this.snap.blackboard);
     this.writtenBlackboard = this.snap.blackboard;
+    this.blackboardBytes += changed ? JSON.stringify(changed).length : 0;
+    const patch = changed && this.blackboardBytes >= PATCH_MIN_BYTES ? changed : undefined;
     const step = this.deps.writer.writeStep({
       fence: this.fence,
       snapshot: { ...this.snap },
