@@ -16,6 +16,7 @@ import type { Logger } from '../logging/logger.ts';
 import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
 import { listMigrations } from './migration-files.ts';
 import { copySchemaDir, isFreshDataDir, schemaKey } from './pglite-template.ts';
+import { oneStatement } from './one-statement.ts';
 import { withTxRetry } from './retry.ts';
 import { DependencyUnavailable } from '../errors/outage.ts';
 import { backoffDelay, OUTAGE_BACKOFF } from '../util/backoff.ts';
@@ -157,18 +158,6 @@ class PgliteThreadDb implements Db {
       await this.worker.terminate();
     }
   }
-}
-
-/** A oneStatement transaction's Queryable (db.ts TxOptions): its statement standalone, a second one refused. */
-function oneStatement(target: Queryable): Queryable {
-  let used = false;
-  return {
-    query: <R extends object = Row>(sql: string, params?: readonly unknown[]) => {
-      if (used) return Promise.reject(new Error('a oneStatement transaction ran a second statement'));
-      used = true;
-      return target.query<R>(sql, params);
-    },
-  };
 }
 
 export interface PgliteThreadOptions {

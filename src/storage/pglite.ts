@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { PGlite, type Results, type Transaction } from '@electric-sql/pglite';
 import type { Db, QueryResult, Queryable, Row, TxOptions } from './db.ts';
+import { oneStatement } from './one-statement.ts';
 import { withTxRetry, type RetryOptions } from './retry.ts';
 import { pgliteParsers } from './types.ts';
 import path from 'node:path';
@@ -49,18 +50,6 @@ function queryable(target: PGlite | Transaction): Queryable {
   return {
     query: async <R extends object = Row>(sql: string, params?: readonly unknown[]) =>
       toResult<R>(await target.query<R>(sql, params as unknown[] | undefined)),
-  };
-}
-
-/** A oneStatement transaction's Queryable (db.ts TxOptions): its statement standalone, a second one refused. */
-function oneStatement(target: Queryable): Queryable {
-  let used = false;
-  return {
-    query: <R extends object = Row>(sql: string, params?: readonly unknown[]) => {
-      if (used) return Promise.reject(new Error('a oneStatement transaction ran a second statement'));
-      used = true;
-      return target.query<R>(sql, params);
-    },
   };
 }
 
