@@ -5,25 +5,13 @@
 // transaction onto the pooled connection's next statements.
 import { randomUUID } from 'node:crypto';
 import test from 'ava';
+import { onePgConnection } from './support.ts';
 import { appendStorageEvent, appendStorageEvents, type NewStorageEvent } from '../../src/fsal/events.ts';
-import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
-import { createTestDatabase } from '../support/pg.ts';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 
 const ev = (volume: string, i: number): NewStorageEvent => ({ volume_id: volume, tenant_id: 'acme', execution_id: randomUUID(), operation: 'write', path: `/f${i}`, bytes: i, status: 'OK' });
 
 test('a StorageEvent INSERT commits its own transaction asynchronously, and only its own', async (t) => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-fsal-async-'));
-  const tdb = await createTestDatabase({ migrated: true });
-  const db = await openDb({ url: tdb.url, dataDir, poolSize: 1 }, silentLogger());
-  t.teardown(async () => {
-    await db.close();
-    await tdb.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const { db } = await onePgConnection(t, 'orch-fsal-async-');
   const setting = async (q: { query: typeof db.query } = db): Promise<string> =>
     (await q.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
   t.is(await setting(), 'on', 'the server default');

@@ -4,29 +4,18 @@
 // Checked on PostgreSQL itself: one pooled connection, whose pg_prepared_statements shows the statement and how
 // many times it ran.
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { insertExecution } from '../../src/agents/execution/repo.ts';
 import { appendStorageEvent } from '../../src/fsal/events.ts';
 import { FsalService } from '../../src/fsal/service.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
-import { openDb } from '../../src/storage/open.ts';
 import { VolumeService } from '../../src/volumes/service.ts';
-import { createTestDatabase } from '../support/pg.ts';
 import { recordQueries } from '../support/query-recorder.ts';
-import { agentManifest, TENANT } from './support.ts';
+import { agentManifest, onePgConnection, TENANT } from './support.ts';
 
 test('each FSAL call runs its StorageEvent INSERT as one prepared statement, planned once per connection', async (t) => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-fsal-prepared-'));
-  const tdb = await createTestDatabase({ migrated: true });
-  const db = await openDb({ url: tdb.url, dataDir, poolSize: 1 }, silentLogger());
-  t.teardown(async () => {
-    await db.close();
-    await tdb.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const { db, dataDir } = await onePgConnection(t, 'orch-fsal-prepared-');
   const volumes = new VolumeService({ db, dataDir, nodeId: 'node-fsal', logger: silentLogger(), quotaChunkBytes: 8 * 1024 * 1024 });
   const exec = randomUUID();
   await insertExecution(db, {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { ExecutionContext } from 'ava';
 import { credentials, Metadata, type Client, type MethodDefinition } from '@grpc/grpc-js';
 import { insertExecution } from '../../src/agents/execution/repo.ts';
 import type { AgentManifest } from '../../src/agents/manifest/types.ts';
@@ -26,6 +27,19 @@ import { makeTestIdp, type TestIdp } from '../support/jwks.ts';
 import { createTestDatabase, type TestDatabase } from '../support/pg.ts';
 
 export const TENANT = 'acme';
+
+/** A migrated throwaway PostgreSQL database opened on one pooled connection, with a data dir; both gone at teardown. */
+export async function onePgConnection(t: ExecutionContext, prefix: string): Promise<{ db: Db; dataDir: string }> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  const tdb = await createTestDatabase({ migrated: true });
+  const db = await openDb({ url: tdb.url, dataDir, poolSize: 1 }, silentLogger());
+  t.teardown(async () => {
+    await db.close();
+    await tdb.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return { db, dataDir };
+}
 export const SQUASH = { uid: 4242, gid: 4343 };
 
 export function agentManifest(filesystem: { read: string[]; write: string[] } = { read: [], write: [] }): AgentManifest {

@@ -12,26 +12,9 @@ import { openDb } from '../../src/storage/open.ts';
 import { openPgliteThread, pgliteWorkerOf } from '../../src/storage/pglite-thread.ts';
 import { isOutage } from '../../src/errors/outage.ts';
 import { dbConformance } from './db-conformance.ts';
+import { freshInTempDir, tempDir } from '../support/engines.ts';
 
-async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
-
-dbConformance({
-  kind: 'pglite',
-  fresh: async () => {
-    const tmp = await tempDir('orch-pglite-thread-');
-    const { db } = await openPgliteThread(path.join(tmp.dir, 'db'), { migrate: false });
-    return {
-      db,
-      cleanup: async () => {
-        await db.close();
-        await tmp.remove();
-      },
-    };
-  },
-});
+dbConformance({ kind: 'pglite', fresh: freshInTempDir('orch-pglite-thread-', async (dir) => (await openPgliteThread(dir, { migrate: false })).db) });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

@@ -13,26 +13,9 @@ import { listMigrations } from '../../src/storage/migration-files.ts';
 import { materializeSchemaDir, openPglite, MEMORY } from '../../src/storage/pglite.ts';
 import { schemaDirTemplate, schemaKey, templateFile } from '../../src/storage/pglite-template.ts';
 import { dbConformance } from './db-conformance.ts';
+import { freshInTempDir, tempDir } from '../support/engines.ts';
 
-async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
-  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
-}
-
-dbConformance({
-  kind: 'pglite',
-  fresh: async () => {
-    const tmp = await tempDir('orch-pglite-');
-    const db = await openPglite(path.join(tmp.dir, 'db'));
-    return {
-      db,
-      cleanup: async () => {
-        await db.close();
-        await tmp.remove();
-      },
-    };
-  },
-});
+dbConformance({ kind: 'pglite', fresh: freshInTempDir('orch-pglite-', openPglite) });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 

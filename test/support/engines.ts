@@ -30,6 +30,27 @@ export function freshPglite(prefix: string): Fresh {
   };
 }
 
+/** A fresh directory under the system's temp dir, and how to remove it. */
+export async function tempDir(prefix: string): Promise<{ dir: string; remove(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** A Db that `open` makes in `<fresh temp dir>/db`, closed and its directory removed at cleanup (the PGlite adapters' conformance runs). */
+export function freshInTempDir(prefix: string, open: (dir: string) => Promise<Db>): Fresh {
+  return async () => {
+    const tmp = await tempDir(prefix);
+    const db = await open(path.join(tmp.dir, 'db'));
+    return {
+      db,
+      cleanup: async () => {
+        await db.close();
+        await tmp.remove();
+      },
+    };
+  };
+}
+
 /** A throwaway PostgreSQL database. */
 export const freshPg: Fresh = async () => {
   const database = await createTestDatabase();
