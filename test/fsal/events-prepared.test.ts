@@ -4,7 +4,6 @@
 // Checked on PostgreSQL itself: one pooled connection, whose pg_prepared_statements shows the statement and how
 // many times it ran.
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import test from 'ava';
 import { insertExecution } from '../../src/agents/execution/repo.ts';
 import { appendStorageEvent } from '../../src/fsal/events.ts';
