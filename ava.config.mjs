@@ -47,10 +47,10 @@ export default {
   workerThreads: false,
   files,
   timeout: '3m',
-  // Four lanes: on this 2-core machine two left the CPUs idle 13 % of a clean-clone run (`.ci/run`, npm test ~16 min);
-  // four kept them 99 % busy and the main pass took 801 s (docs/TESTING.md "Stop 33"). The latency-bound files run
-  // in the quiet pass, one at a time.
-  concurrency: PASS === 'quiet' ? 1 : 4,
+  // Two lanes. Four filled the CPUs (99 % busy, npm test ~12.5 min against ~16; docs/TESTING.md "Stop 33"), but in
+  // the third clean-clone run with four, cluster/worker-failover-unit and gateway/ws-backpressure failed: not kept
+  // until those are made load-proof.
+  concurrency: PASS === 'quiet' ? 1 : 2,
   // For the nodes the tests start (test/support/node-process.ts testNodeFlags): PostgreSQL's WebAssembly in a PGlite
   // node through V8's baseline compiler only, ~1.5 s of CPU less per node start (issue 15). Benchmarks, outside
   // ava, start nodes as users run them.
