@@ -30,6 +30,8 @@ export interface WorkerMembershipOptions {
   controller: string | readonly string[];
   /** How long the current controller must stay unreachable before the next one is tried (default 2 heartbeats). */
   failoverAfterMs?: number;
+  /** The deadline of each call to a controller (default: two heartbeat periods, within 2–10 s). */
+  callTimeoutMs?: number;
   nodeId: string;
   role: 'worker' | 'hybrid';
   key: NodeKey;
@@ -84,7 +86,7 @@ export class WorkerMembership extends EventEmitter {
     super();
     const addresses = typeof o.controller === 'string' ? [o.controller] : [...o.controller];
     if (addresses.length === 0) throw new Error('WorkerMembership needs at least one controller address');
-    const timeoutMs = Math.max(2000, Math.min(10_000, o.heartbeatMs * 2));
+    const timeoutMs = o.callTimeoutMs ?? Math.max(2000, Math.min(10_000, o.heartbeatMs * 2));
     this.clients = addresses.map((a) => new NodeClusterClient(a, timeoutMs));
     this.log = o.logger.child({ component: 'membership-client' });
     this.heartbeatMs = o.heartbeatMs;

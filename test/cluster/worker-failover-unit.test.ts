@@ -68,6 +68,10 @@ test('two controllers: cut the current one and the worker moves on with its regi
     capabilities: () => caps(['gpu']),
     grpcAddress: '127.0.0.1:1',
     heartbeatMs,
+    // A cut gate refuses at once (UNAVAILABLE), so a move never waits for a deadline; a long one keeps a join or beat
+    // that is merely slow on a loaded machine (attestation took over the default 2 s in a four-lane suite run) from
+    // counting as the controller being unreachable, which moved the worker before its first join.
+    callTimeoutMs: 60_000,
     load: () => ({ active_execution_count: 1, cpu_utilization_percent: 5, memory_utilization_percent: 50 }),
     logger: silentLogger(),
   });
