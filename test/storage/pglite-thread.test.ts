@@ -12,7 +12,7 @@ import { openDb } from '../../src/storage/open.ts';
 import { openPgliteThread, pgliteWorkerOf } from '../../src/storage/pglite-thread.ts';
 import { isOutage } from '../../src/errors/outage.ts';
 import { dbConformance } from './db-conformance.ts';
-import { freshInTempDir, tempDir } from '../support/engines.ts';
+import { emptyPgliteDir, freshInTempDir, tempDir } from '../support/engines.ts';
 
 dbConformance({ kind: 'pglite', fresh: freshInTempDir('orch-pglite-thread-', async (dir) => (await openPgliteThread(dir, { migrate: false })).db) });
 
@@ -21,7 +21,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 test('pglite thread: a constraint violation arrives with its SQLSTATE, constraint and detail', async (t) => {
   const tmp = await tempDir('orch-pglite-thread-err-');
   t.teardown(() => tmp.remove());
-  const { db } = await openPgliteThread(path.join(tmp.dir, 'db'), { migrate: false });
+  const { db } = await openPgliteThread(await emptyPgliteDir(path.join(tmp.dir, 'db')), { migrate: false });
   t.teardown(() => db.close());
   await db.query('CREATE TABLE u (id TEXT CONSTRAINT u_pkey PRIMARY KEY)');
   await db.query('INSERT INTO u VALUES ($1)', ['a']);
@@ -39,7 +39,7 @@ test('pglite thread: a constraint violation arrives with its SQLSTATE, constrain
 test('pglite thread: a query outside a transaction waits for the open one, as in-process', async (t) => {
   const tmp = await tempDir('orch-pglite-thread-order-');
   t.teardown(() => tmp.remove());
-  const { db } = await openPgliteThread(path.join(tmp.dir, 'db'), { migrate: false });
+  const { db } = await openPgliteThread(await emptyPgliteDir(path.join(tmp.dir, 'db')), { migrate: false });
   t.teardown(() => db.close());
   await db.query('CREATE TABLE c (n INT4)');
   const seen: string[] = [];
@@ -59,7 +59,7 @@ test('pglite thread: a query outside a transaction waits for the open one, as in
 test('pglite thread: a closed database refuses statements', async (t) => {
   const tmp = await tempDir('orch-pglite-thread-close-');
   t.teardown(() => tmp.remove());
-  const { db } = await openPgliteThread(path.join(tmp.dir, 'db'), { migrate: false });
+  const { db } = await openPgliteThread(await emptyPgliteDir(path.join(tmp.dir, 'db')), { migrate: false });
   await db.close();
   await t.throwsAsync(db.query('SELECT 1'), { message: /closed/ });
   t.false(await db.ping());
@@ -108,7 +108,7 @@ test('beginPgliteThread copies the schema template and opens the database at onc
 test('pglite thread: a worker that dies is replaced on the same directory; meanwhile calls fail as an outage, and committed rows are there after', async (t) => {
   const tmp = await tempDir('orch-pglite-thread-death-');
   t.teardown(() => tmp.remove());
-  const { db } = await openPgliteThread(path.join(tmp.dir, 'db'), { migrate: false });
+  const { db } = await openPgliteThread(await emptyPgliteDir(path.join(tmp.dir, 'db')), { migrate: false });
   t.teardown(() => db.close());
   await db.query('CREATE TABLE kept (id INT PRIMARY KEY)');
   await db.query('INSERT INTO kept VALUES (1)');

@@ -3,24 +3,26 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { openDb } from '../../src/storage/open.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { listMigrations } from '../../src/storage/migration-files.ts';
-import { materializeSchemaDir, openPglite, MEMORY } from '../../src/storage/pglite.ts';
+import { materializeSchemaDir, openPglite } from '../../src/storage/pglite.ts';
 import { schemaDirTemplate, schemaKey, templateFile } from '../../src/storage/pglite-template.ts';
 import { dbConformance } from './db-conformance.ts';
-import { freshInTempDir, tempDir } from '../support/engines.ts';
+import { emptyPgliteDir, freshInTempDir, tempDir } from '../support/engines.ts';
 
 dbConformance({ kind: 'pglite', fresh: freshInTempDir('orch-pglite-', openPglite) });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 test('pglite: concurrent transactions run one after another, never interleaved', async (t) => {
-  const db = await openPglite(MEMORY);
+  const tmp = await tempDir('orch-pglite-tx-');
+  t.teardown(() => tmp.remove());
+  const db = await openPglite(await emptyPgliteDir(path.join(tmp.dir, 'db')));
   t.teardown(() => db.close());
   await db.query('CREATE TABLE counter (id INT PRIMARY KEY, n INT NOT NULL)');
   await db.query('INSERT INTO counter VALUES (1, 0)');
@@ -49,7 +51,7 @@ test('pglite: data written before close is there after reopening the same direct
   t.teardown(() => tmp.remove());
   const dir = path.join(tmp.dir, 'nested', 'db');
   const id = randomUUID();
-  const first = await openPglite(dir);
+  const first = await openPglite(await emptyPgliteDir(dir));
   await first.query('CREATE TABLE kept (id UUID PRIMARY KEY)');
   await first.tx((tx) => tx.query('INSERT INTO kept VALUES ($1)', [id]));
   await first.close();
@@ -103,6 +105,10 @@ test('pglite: a fresh data dir starts from the schema template of its migrations
   const cache = path.join(tmp.dir, 'cache');
   const migrations = path.join(tmp.dir, 'migrations');
   await mkdir(migrations, { recursive: true });
+  // The initdb template as the default cache has it (the test above covers how it is made): without it the first
+  // open here would run initdb in WebAssembly (~4.5 s of CPU) before the schema part this test is about.
+  await mkdir(cache, { recursive: true });
+  await copyFile(await templateFile(), await templateFile(cache)).catch(() => undefined);
   await writeFile(path.join(migrations, '001_one.sql'), 'CREATE TABLE s_one (id INT PRIMARY KEY);');
   await writeFile(path.join(migrations, '002_two.sql'), "CREATE TABLE s_two (note TEXT); INSERT INTO s_two VALUES ('seeded');");
   const open = async (name: string): Promise<{ applied: number[]; db: Awaited<ReturnType<typeof openPglite>> }> => {
