@@ -49,10 +49,9 @@ export default {
   workerThreads: false,
   files,
   timeout: '3m',
-  // Two lanes. Four filled the CPUs (99 % busy, npm test ~12.5 min against ~16; docs/TESTING.md "Stop 33"), but in
-  // the third clean-clone run with four, cluster/worker-failover-unit and gateway/ws-backpressure failed: not kept
-  // until those are made load-proof.
-  concurrency: PASS === 'quiet' ? 1 : 2,
+  // Four lanes: two left the CPUs idle 13-18 % of a run; four fill them (99 % busy, npm test ~12.5 min against ~16;
+  // docs/TESTING.md "Stop 33"). The two files that failed once at four were made load-proof (stop 34).
+  concurrency: PASS === 'quiet' ? 1 : 4,
   // For the nodes the tests start (test/support/node-process.ts testNodeFlags): PostgreSQL's WebAssembly in a PGlite
   // node through V8's baseline compiler only, ~1.5 s of CPU less per node start (issue 15). Benchmarks, outside
   // ava, start nodes as users run them.
