@@ -4,7 +4,7 @@
 // Buffer.from): a 1 MiB message allocated ~4 MiB in steps and copied its bytes three times. That garbage was most of
 // the node's CPU in a gRPC read/write loop after waiting: the collector took 19 % of the samples (`node --cpu-prof`,
 // docs/BENCHMARKS.md "FSAL ... (stop 28)"). The wire bytes are the same; only the allocation differs.
-import { BinaryWriter } from '@bufbuild/protobuf/wire';
+import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import { FsalServiceService, ReadResponse, WriteRequest } from '../gen/orch/fsal/v1/fsal.js';
 
 /** The BinaryWriter fields the sized path sets (JavaScript properties; private only in its .d.ts). */
@@ -31,15 +31,69 @@ export function encodeSized<T>(codec: { encode(message: T, writer?: BinaryWriter
   return Buffer.from(w.buffer.buffer, w.buffer.byteOffset, w.pos);
 }
 
-/** FsalServiceService with sized serializers for Write requests (clients) and Read answers (the server). */
+/**
+ * The two large messages decoded with their payload a Buffer viewing the received message rather than a copy. The
+ * generated decoders answer `Buffer.from(reader.bytes())`, a copy of the payload (reader.bytes() is itself a view):
+ * for a 1 MiB Write or Read that was one of the four 1 MiB copies of a call, ~0.5 ms of CPU each here plus the
+ * collector's share (docs/BENCHMARKS.md, stop 34). A view is safe: grpc-js hands each deserializer a buffer of its own
+ * (the message assembled from the HTTP/2 DATA chunks, which Node does not reuse), and the view keeps only that message
+ * alive. Field for field what the generated decoders do (unknown fields skipped, the last occurrence wins).
+ */
+function view(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The generated decoders' uint64 → number (they refuse a value past Number.MAX_SAFE_INTEGER). */
+function toNumber(value: bigint | string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new Error('Value is larger than Number.MAX_SAFE_INTEGER');
+  return n;
+}
+
+export function decodeWriteRequest(wire: Uint8Array): WriteRequest {
+  const reader = new BinaryReader(wire);
+  const message: WriteRequest = { execution_id: '', volume_id: '', path: '', offset: 0, data: Buffer.alloc(0) };
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    if (tag === 10) message.execution_id = reader.string();
+    else if (tag === 18) message.volume_id = reader.string();
+    else if (tag === 26) message.path = reader.string();
+    else if (tag === 32) message.offset = toNumber(reader.uint64());
+    else if (tag === 42) message.data = view(reader.bytes());
+    else if ((tag & 7) === 4 || tag === 0) break;
+    else reader.skip(tag & 7);
+  }
+  return message;
+}
+
+export function decodeReadResponse(wire: Uint8Array): ReadResponse {
+  const reader = new BinaryReader(wire);
+  const message: ReadResponse = { data: Buffer.alloc(0), eof: false };
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    if (tag === 10) message.data = view(reader.bytes());
+    else if (tag === 16) message.eof = reader.bool();
+    else if ((tag & 7) === 4 || tag === 0) break;
+    else reader.skip(tag & 7);
+  }
+  return message;
+}
+
+/**
+ * FsalServiceService with sized serializers for Write requests (clients) and Read answers (the server), and
+ * deserializers that view their payload in the received message (the server's Write requests, the clients' Read
+ * answers).
+ */
 export const FSAL_DEFINITION: typeof FsalServiceService = {
   ...FsalServiceService,
   write: {
     ...FsalServiceService.write,
     requestSerialize: (m: WriteRequest): Buffer => encodeSized(WriteRequest, m, m.data.length + overhead(m.execution_id, m.volume_id, m.path)),
+    requestDeserialize: decodeWriteRequest,
   },
   read: {
     ...FsalServiceService.read,
     responseSerialize: (m: ReadResponse): Buffer => encodeSized(ReadResponse, m, m.data.length + 16),
+    responseDeserialize: decodeReadResponse,
   },
 };
