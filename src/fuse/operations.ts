@@ -62,6 +62,8 @@ const ATTR_TTL_MS = 1000;
  * it (EEXIST), as the disk would.
  */
 const MISSING_TTL_MS = 1000;
+/** The most names a made directory's listing may hold for relist to renew its entry (one ReadDir page). */
+const RELIST_MAX = 1000;
 /** The most entries each of the daemon's caches of attributes and names keeps per mount. */
 const CACHE_MAX = 10_000;
 
@@ -81,6 +83,14 @@ export interface FsalOperationsOptions {
   invalidate?: (path: string) => Promise<number>;
   /** Sees every kernel read and write request (its length) as the binding delivers it: tests count them. */
   observe?: (op: 'read' | 'write', len: number) => void;
+}
+
+/** A directory this mount made (fsalOperations' madeDirs): its names, known until `until`. */
+interface MadeDir {
+  until: number;
+  names: Set<string>;
+  /** The listing renewing it, once expired (relist). */
+  relisting?: Promise<MadeDir | undefined>;
 }
 
 interface Block {
@@ -282,9 +292,11 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
    * Directories this mount made, while young: a new directory is empty, so a name in it that this mount did not make
    * there is missing, and its lookup (a checkout looks up every file before creating it) needs no FSAL call. Kept
    * namesTtl, as missing names are; a name made there by another path in that time shows once it has passed (an
-   * exclusive create of it is still refused by the FSAL). Any failed change in the directory drops its entry.
+   * exclusive create of it is still refused by the FSAL). Any failed change in the directory drops its entry. Once
+   * namesTtl has passed, the next lookup of a name in it renews the entry from a listing (relist): one ReadDir per
+   * namesTtl rather than a GetAttr per new name while a loop keeps filling the directory.
    */
-  const madeDirs = new Map<string, { until: number; names: Set<string> }>();
+  const madeDirs = new Map<string, MadeDir>();
   /**
    * Sets an entry of one of the caches above, keeping each under cacheMax entries: entries are dropped only when
    * looked up after they expire, so a long mount's names (a clone of 100,000 files) would otherwise stay for good.
@@ -438,14 +450,43 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
     const gone = missing.get(path);
     if (gone !== undefined && gone > now) throw Object.assign(new Error('no such file (remembered)'), { code: 'ENOENT' });
     missing.delete(path);
-    const dir = madeDirs.get(parentOf(path));
-    if (dir && dir.until > now && !dir.names.has(nameOf(path))) throw Object.assign(new Error('no such file (a new directory)'), { code: 'ENOENT' });
-    if (dir && dir.until <= now) madeDirs.delete(parentOf(path));
+    const dir = await namesOf(parentOf(path), now);
+    if (dir && !dir.names.has(nameOf(path))) throw Object.assign(new Error('no such file (a directory whose names are known)'), { code: 'ENOENT' });
     try {
       return await remote.getAttr(path);
     } catch (err) {
       if (errnoFor(err) === 'ENOENT') remember(missing, path, Date.now() + namesTtl);
       throw err;
+    }
+  }
+
+  /** The names of a directory this mount made, at most namesTtl old (renewed from a listing), or undefined. */
+  async function namesOf(dirPath: string, now: number): Promise<MadeDir | undefined> {
+    const dir = madeDirs.get(dirPath);
+    if (!dir || dir.until > now) return dir;
+    dir.relisting ??= relist(dirPath, dir);
+    return dir.relisting;
+  }
+
+  /**
+   * Renews a made directory's names from one ReadDir: what it lists, plus every name the entry holds (a name made
+   * through the mount while the listing was taken; one removed elsewhere is only asked of the FSAL again). A listing
+   * of more than RELIST_MAX names, or a failed one, drops the entry: lookups go to the FSAL as for any directory.
+   */
+  async function relist(dirPath: string, dir: MadeDir): Promise<MadeDir | undefined> {
+    try {
+      const res = await remote.readDir(dirPath, 0, RELIST_MAX + 1);
+      if (madeDirs.get(dirPath) !== dir) return undefined;
+      if (!res.eof || res.entries.length > RELIST_MAX) {
+        madeDirs.delete(dirPath);
+        return undefined;
+      }
+      const fresh: MadeDir = { until: Date.now() + namesTtl, names: new Set([...res.entries.map((e) => e.name), ...dir.names]) };
+      remember(madeDirs, dirPath, fresh);
+      return fresh;
+    } catch {
+      if (madeDirs.get(dirPath) === dir) madeDirs.delete(dirPath);
+      return undefined;
     }
   }
 
