@@ -24,7 +24,7 @@ interface Watch {
   failed: number;
 }
 
-/** Wraps the engine's database: every statement of the step writer (prepared as orch_workflow_steps) is counted and
+/** Wraps the engine's database: every statement of the step writer (prepared as orch_workflow_steps or orch_workflow_steps_dedup) is counted and
  * may be delayed or failed by `plan`, which sees how many step statements are in flight when it is asked. */
 function watchSteps(plan: (inFlight: number, n: number) => Plan = () => undefined): Watch {
   const w: Watch = {
@@ -38,7 +38,7 @@ function watchSteps(plan: (inFlight: number, n: number) => Plan = () => undefine
         get(target, prop, receiver) {
           if (prop !== 'query') return Reflect.get(target, prop, receiver) as unknown;
           return async <R extends object = Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> => {
-            if (options?.prepare !== 'orch_workflow_steps') return target.query<R>(sql, params, options);
+            if (!options?.prepare?.startsWith('orch_workflow_steps')) return target.query<R>(sql, params, options);
             const p = plan(w.inFlight, w.sent++);
             w.inFlight++;
             w.maxInFlight = Math.max(w.maxInFlight, w.inFlight);

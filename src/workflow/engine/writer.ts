@@ -169,11 +169,10 @@ function blackboardPatch(w: StepWrite): Record<string, unknown> | undefined {
   return before ? { ...before, ...w.blackboardPatch } : undefined;
 }
 
-/** The events as one JSON document ($3). */
+/** The events as one JSON document ($3): a pipelined step's previous events first, then its own. */
 function eventParams(batch: Pending[]): string {
   const events: unknown[] = [];
   for (const { w } of batch) {
-    // A pipelined step's previous events first (inserted unless that step's own statement did: ON CONFLICT).
     if (w.previous) eventRows(events, w.fence.key, w.previous.firstSeq, w.previous.events);
     eventRows(events, w.fence.key, w.firstSeq, w.events);
   }
@@ -208,23 +207,60 @@ async function updateRows(tx: Queryable, batch: Pending[]): Promise<Set<string>>
   return new Set(res.rows.map((r) => r.id));
 }
 
-/** The whole batch as ONE statement (one round trip, an implicit transaction): the fenced row updates and the events
- * of exactly the rows that were updated. Used when no step of the batch has more statements (`after`). */
-const ONE_STATEMENT = `WITH v AS (${V_ROWS}),
+/**
+ * The whole batch as ONE statement (one round trip, an implicit transaction): the fenced row updates and the events
+ * of exactly the rows that were updated. Used when no step of the batch has more statements (`after`).
+ *
+ * A batch of steps that carry no previous step's events (every batch of a busy node) inserts them plainly, without
+ * ON CONFLICT: an INSERT with a conflict arbiter is a speculative insertion, which costs PostgreSQL about twice a
+ * plain one (it probes every unique index first, inserts, then confirms; docs/BENCHMARKS.md, stop 33), and events
+ * are most of the statement's rows (~22 a workflow against 10 row updates in the race). A step's own events cannot
+ * meet an existing row: they are inserted only for a row the statement updated, whose fence held
+ * `last_seq <= prev_seq`; a run's events all have seq <= its row's last_seq (every statement that writes events moves
+ * last_seq past them in the same transaction) while a step's own start at prev_seq + 1; and their keys
+ * (`entered:<state>:<visit>`…) derive from the row's states and visits, which the same statements move on. Should
+ * one still conflict, the statement fails whole (nothing of it is written) and the batch goes again as
+ * DEDUP_STATEMENT, every event ON CONFLICT DO NOTHING as before (writeOneStatement). A batch with a pipelined step,
+ * whose carried events do meet their step's rows whenever that step landed first, goes as DEDUP_STATEMENT at once.
+ * (One INSERT per statement, not a plain one and a deduplicating one side by side: CockroachDB refuses two
+ * modifications of one table in a statement.)
+ */
+function oneStatement(onConflict: string): string {
+  return `WITH v AS (${V_ROWS}),
        upd AS (${UPDATE_ROWS}),
        e AS (${E_ROWS}),
        ins AS (
          INSERT INTO workflow_events (execution_id, seq, type, event_key, state_name, iteration_number, payload, recorded_at)
          SELECT e.execution_id, e.seq, e.type, e.event_key, e.state_name, e.iteration_number, e.payload, now()
-         FROM e WHERE e.execution_id IN (SELECT id FROM upd)
-         ON CONFLICT DO NOTHING RETURNING 1
+         FROM e WHERE e.execution_id IN (SELECT id FROM upd)${onConflict}
        )
-       SELECT id, (SELECT count(*) FROM ins)::INT4 AS inserted FROM upd`;
+       SELECT id FROM upd`;
+}
+const ONE_STATEMENT = oneStatement('');
+const DEDUP_STATEMENT = oneStatement('\n         ON CONFLICT DO NOTHING');
+
+/** The unique_violation of an event the plain statement inserted (see oneStatement). */
+function uniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+}
 
 // On the generic-plan lane (src/storage/pg.ts): PostgreSQL's own choice plans this statement at every call (its
 // generic plan costs each array at 10 elements, above a real batch's custom plans), about as long as running it.
-async function writeOneStatement(db: Queryable, batch: Pending[]): Promise<Set<string>> {
-  const res = await db.query<{ id: string }>(ONE_STATEMENT, [...rowParams(batch), eventParams(batch)], { prepare: 'orch_workflow_steps', genericPlan: true });
+async function writeOneStatement(db: Queryable, batch: Pending[], logger: Logger): Promise<Set<string>> {
+  const params = [...rowParams(batch), eventParams(batch)];
+  const dedup = (): Promise<{ rows: { id: string }[] }> => db.query<{ id: string }>(DEDUP_STATEMENT, params, { prepare: 'orch_workflow_steps_dedup', genericPlan: true });
+  let res: { rows: { id: string }[] };
+  if (batch.some((p) => p.w.previous)) {
+    res = await dedup();
+  } else {
+    try {
+      res = await db.query<{ id: string }>(ONE_STATEMENT, params, { prepare: 'orch_workflow_steps', genericPlan: true });
+    } catch (err) {
+      if (!uniqueViolation(err)) throw err;
+      logger.warn({ err, runs: batch.map((p) => p.w.fence.key) }, 'a workflow step event was written already; the batch goes again with its events deduplicated');
+      res = await dedup();
+    }
+  }
   return new Set(res.rows.map((r) => r.id));
 }
 
@@ -362,7 +398,7 @@ export class StepWriter {
           return ids;
         });
       } else {
-        updated = await writeOneStatement(this.db, batch);
+        updated = await writeOneStatement(this.db, batch, this.logger);
       }
     } catch (err) {
       failure = err;
