@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|llm-client|seal|http|db|workflow-race|workflow-race-api|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|llm-client|seal|http|db|workflow-race|workflow-race-api|workflow-race-interleaved|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -17,6 +17,7 @@ import { benchSeal } from './seal.ts';
 import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWorkflowRaceApi } from './workflow-race-api.ts';
+import { benchWorkflowRaceInterleaved } from './workflow-race-interleaved.ts';
 import { benchApiProfile } from './api-profile.ts';
 import { benchRaceBreakdown } from './race-breakdown.ts';
 import { benchWebhooks } from './webhooks.ts';
@@ -225,6 +226,13 @@ if (what === 'workflow-race-api' || what === 'all') {
   // beside Restate and the in-process engine (--no-engine skips it); --concurrency 1,4,16,64,256,1024 for the curve.
   const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
   await benchWorkflowRaceApi(RUNS, arg('workflows', 1000), cs, (l) => process.stdout.write(`${l}\n`), { engine: !process.argv.includes('--no-engine'), privatePg: process.argv.includes('--private-pg') });
+}
+if (what === 'workflow-race-interleaved') {
+  // Issue 16: the API race with every contestant up at once, taking turns at each concurrency (a ratio of
+  // measurements seconds apart); --against <checkout> races that checkout's dist/ too (builds compared in one window).
+  const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
+  const against = process.argv.find((a, i) => process.argv[i - 1] === '--against');
+  await benchWorkflowRaceInterleaved(RUNS, arg('workflows', 500), cs, (l) => process.stdout.write(`${l}\n`), { privatePg: process.argv.includes('--private-pg'), ...(against ? { against } : {}) });
 }
 if (what === 'api-profile') {
   // Issue 16: the node's CPU profile, PostgreSQL CPU and statements per workflow of the API race (private PostgreSQL).

@@ -77,8 +77,9 @@ export interface OrchApi {
   close: () => Promise<void>;
 }
 
-/** An `orch up` (from dist/) on a fresh PostgreSQL database with the race workflow deployed over its API. */
-export async function startOrchApi(o: { databaseUrl?: string } = {}): Promise<OrchApi> {
+/** An `orch up` (from dist/) on a fresh PostgreSQL database with the race workflow deployed over its API; `bin`:
+ * another checkout's bin/orch.js (its own dist/, built beforehand), to race two builds in one window. */
+export async function startOrchApi(o: { databaseUrl?: string; bin?: string } = {}): Promise<OrchApi> {
   await ensureDist();
   const database = o.databaseUrl ? { url: o.databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const dbName = new URL(database.url).pathname.slice(1);
@@ -97,7 +98,7 @@ export async function startOrchApi(o: { databaseUrl?: string } = {}): Promise<Or
     // Profiling the node (node refuses --cpu-prof in NODE_OPTIONS, so a preload starts the profiler):
     // BENCH_NODE_OPTIONS='--require ./bench/cpu-profile.cjs' CPU_PROFILE=/tmp/node.cpuprofile (written at exit).
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
-  });
+  }, [], undefined, [], o.bin);
   const token = node.banner.dev_token ?? '';
   const grpc = new OrchRuntimeClient(node.banner.grpc, credentials.createInsecure());
   const close = async (): Promise<void> => {

@@ -112,3 +112,27 @@ test('a start sends its JSON once encoded, and input of any JSON type, blackboar
     t.deepEqual(s.rows[0], { content: odd, headers: { 'x-odd': odd }, confidence: 0.5 });
   }
 });
+
+test('starts that arrive a few per turn wait for the statement in flight and leave together, not a few to a statement', async (t) => {
+  const db = await migratedPg(t);
+  const manifest = parsedManifest(ONE_STATE_WORKFLOW);
+  const start = (): StartWrite => ({
+    run: { id: randomUUID(), tenantId: 't', workflowId: randomUUID(), workflowName: 'w', workflowVersion: '1.0.0', manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
+    events: [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
+  });
+  // Four statements may be in flight (the default): the old writer sent each cohort while a connection was free.
+  const writer = new StartWriter(db);
+  const COHORTS = 8;
+  const PER = 3;
+  const outcomes: Promise<unknown>[] = [];
+  // The cohorts arrive in successive turns of the event loop, as HTTP requests on separate connections do.
+  for (let c = 0; c < COHORTS; c++) {
+    for (let i = 0; i < PER; i++) outcomes.push(writer.write(start()));
+    await new Promise((r) => setImmediate(r));
+  }
+  const all = await Promise.all(outcomes);
+  t.is(all.filter((o) => typeof o === 'object' && o !== null && 'row' in o).length, COHORTS * PER);
+  t.is(writer.stats.starts, COHORTS * PER);
+  // The first cohort goes alone (nothing in flight); the rest wait for its commit and go as one statement.
+  t.true(writer.stats.statements <= 3, `${writer.stats.statements} statements for ${COHORTS} cohorts of ${PER}`);
+});
