@@ -8,7 +8,7 @@ import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db, QueryOptions, QueryResult, Row } from '../../src/storage/db.ts';
 import { insertWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter } from '../../src/workflow/engine/writer.ts';
-import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest } from './engine-harness.ts';
+import { manifest, migratedPg, ONE_STATE_WORKFLOW, parsedManifest, startEngine } from './engine-harness.ts';
 
 interface Sent {
   name: string | undefined;
@@ -110,4 +110,22 @@ test('an event already written fails the plain statement whole; the batch goes a
   t.deepEqual(await eventsOf(base, ids[1]!), [{ seq: 1, event_key: 'started' }, { seq: 3, event_key: 'completed:a:1' }, { seq: 90, event_key: 'entered:a:1' }]);
   const rows = await base.query<{ last_seq: number }>('SELECT last_seq FROM workflow_executions WHERE id = ANY($1::UUID[])', [ids]);
   t.deepEqual(rows.rows.map((r) => r.last_seq), [3, 3, 3]);
+});
+
+test('runs through the engine, lone and concurrent, never need the deduplicating retry: no step statement fails', async (t) => {
+  let rec!: ReturnType<typeof recording>;
+  const h = await startEngine(t, { wrapDb: (db) => (rec = recording(db)).db });
+  const states = Array.from({ length: 6 }, (_, i) => `    s${i}:\n      kind: System\n      command: 'update_blackboard {"v${i}": ${i}}'\n      transitions: ${i < 5 ? `[{ target: s${i + 1} }]` : '[]'}\n`).join('');
+  await h.deploy(manifest('six', 's0', states));
+  // A lone run (its built-in steps pipelined: the deduplicating statement), then 24 at once (batched: the plain one).
+  const lone = await h.run('six');
+  t.is((await h.waitFor(lone)).status, 'completed');
+  const ids = await Promise.all(Array.from({ length: 24 }, () => h.run('six')));
+  for (const id of ids) t.is((await h.waitFor(id, undefined, 30_000)).status, 'completed');
+  t.deepEqual(rec.sent.filter((s) => s.failed), [], 'no step statement failed');
+  t.true(rec.sent.some((s) => s.name === 'orch_workflow_steps'), 'batched steps went plainly');
+  for (const id of [lone, ...ids]) {
+    const events = await eventsOf(rec.db, id);
+    t.deepEqual(events.map((e) => e.seq), Array.from({ length: 14 }, (_, i) => i + 1), 'every event once, no gap');
+  }
 });
