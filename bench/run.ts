@@ -1,4 +1,4 @@
-// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|llm-client|seal|http|db|workflow-race|workflow-race-api|workflow-race-interleaved|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
+// Benchmarks (not tests): `npm run bench -- <startup|toolcalls|executions|density|llm-client|seal|http|db|workflow-race|workflow-race-api|workflow-race-interleaved|step-statement|race-breakdown|webhooks|soak|plan-cost|id-order-wal|hot-updates|observability|capacity|twin|all> [--seconds N] [--runs N]`.
 // Each figure is the median of several runs; docs/BENCHMARKS.md records them with this command.
 import { benchRateLimit, benchRateLimitInProcess } from './rate-limit.ts';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,6 +18,7 @@ import { reportFsal } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWorkflowRaceApi } from './workflow-race-api.ts';
 import { benchWorkflowRaceInterleaved } from './workflow-race-interleaved.ts';
+import { benchStepStatement } from './step-statement.ts';
 import { benchApiProfile } from './api-profile.ts';
 import { benchRaceBreakdown } from './race-breakdown.ts';
 import { benchWebhooks } from './webhooks.ts';
@@ -233,6 +234,12 @@ if (what === 'workflow-race-interleaved') {
   const cs = (process.argv.find((a, i) => process.argv[i - 1] === '--concurrency') ?? '1,64').split(',').map(Number).filter((n) => n > 0);
   const against = process.argv.find((a, i) => process.argv[i - 1] === '--against');
   await benchWorkflowRaceInterleaved(RUNS, arg('workflows', 500), cs, (l) => process.stdout.write(`${l}\n`), { privatePg: process.argv.includes('--private-pg'), ...(against ? { against } : {}) });
+}
+if (what === 'step-statement') {
+  // Issue 16: PostgreSQL's CPU per step of the step writer's statement alone, this checkout against --against's.
+  const against = process.argv.find((a, i) => process.argv[i - 1] === '--against');
+  if (!against) throw new Error('step-statement needs --against <checkout>');
+  await benchStepStatement(against, RUNS, arg('workflows', 64), (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'api-profile') {
   // Issue 16: the node's CPU profile, PostgreSQL CPU and statements per workflow of the API race (private PostgreSQL).
