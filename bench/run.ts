@@ -239,7 +239,7 @@ if (what === 'step-statement') {
   // Issue 16: PostgreSQL's CPU per step of the step writer's statement alone, this checkout against --against's.
   const against = process.argv.find((a, i) => process.argv[i - 1] === '--against');
   if (!against) throw new Error('step-statement needs --against <checkout>');
-  await benchStepStatement(against, RUNS, arg('workflows', 64), (l) => process.stdout.write(`${l}\n`));
+  await benchStepStatement(against, RUNS, arg('workflows', 256), arg('steps', 80), (l) => process.stdout.write(`${l}\n`));
 }
 if (what === 'api-profile') {
   // Issue 16: the node's CPU profile, PostgreSQL CPU and statements per workflow of the API race (private PostgreSQL).

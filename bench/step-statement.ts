@@ -1,8 +1,8 @@
 // PostgreSQL's CPU for the step writer's statement alone, two builds alternated (issue 16). The API race's figures on
 // this shared 2-core VM move ±20 % from run to run, more than a change to one statement; here nothing else of orch
-// runs: R runs (each STEPS race-like steps of 2 events) go through a StepWriter of each build, batch after
+// runs: R runs (each `steps` race-like steps of 2 events) go through a StepWriter of each build, batch after
 // batch of R steps, and the CPU of the database's backends (/proc of each) is read around each build's turn.
-//   npm run bench -- step-statement --against /work/wt/base [--runs N] [--workflows R]
+//   npm run bench -- step-statement --against /work/wt/base [--runs N] [--workflows R] [--steps S]
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import pg from 'pg';
@@ -17,8 +17,6 @@ import { cpuSeconds } from './proc-cpu.ts';
 import { median } from './stats.ts';
 import { raceManifest } from './workflow-race.ts';
 
-// Steps per run: 29 measured batches (CPU is read in 10 ms ticks: enough statements to make the ticks fine).
-const STEPS = 30;
 
 async function backendsCpu(admin: pg.Client, database: string): Promise<number> {
   const res = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
@@ -28,7 +26,7 @@ async function backendsCpu(admin: pg.Client, database: string): Promise<number> 
 }
 
 /** One build's turn: R fresh runs, STEPS batches of R steps through a fresh StepWriter; PostgreSQL CPU ms per step. */
-async function turn(WriterOf: typeof Writer, runs: number): Promise<{ cpuMsPerStep: number; wallMsPerBatch: number; statements: number }> {
+async function turn(WriterOf: typeof Writer, runs: number, STEPS: number): Promise<{ cpuMsPerStep: number; wallMsPerBatch: number; statements: number }> {
   const tdb = await createTestDatabase({ migrated: true });
   const db = await openPg(tdb.url, { logger: silentLogger() });
   const admin = new pg.Client({ connectionString: tdb.url });
@@ -72,7 +70,8 @@ async function turn(WriterOf: typeof Writer, runs: number): Promise<{ cpuMsPerSt
   }
 }
 
-export async function benchStepStatement(against: string, rounds: number, runs: number, out: (line: string) => void): Promise<void> {
+/** `steps` per run: CPU is read in 10 ms ticks, so a turn needs thousands of steps (256 runs x 80: ~20,000). */
+export async function benchStepStatement(against: string, rounds: number, runs: number, steps: number, out: (line: string) => void): Promise<void> {
   const mine = (await import('../src/workflow/engine/writer.ts')).StepWriter;
   const theirs = ((await import(path.resolve(against, 'src/workflow/engine/writer.ts'))) as { StepWriter: typeof Writer }).StepWriter;
   const builds = [
@@ -82,11 +81,11 @@ export async function benchStepStatement(against: string, rounds: number, runs: 
   for (let r = 0; r < rounds; r++) {
     // Alternated, the first of each round swapping: neither build always meets the earlier machine.
     for (const b of r % 2 === 0 ? builds : [...builds].reverse()) {
-      const f = await turn(b.writer, runs);
+      const f = await turn(b.writer, runs, steps);
       b.figures.push(f);
       out(`round ${r + 1} ${b.label}: ${f.cpuMsPerStep.toFixed(4)} ms PostgreSQL CPU per step, ${f.wallMsPerBatch.toFixed(1)} ms per batch of ${runs} (${f.statements} statements)`);
     }
   }
-  out(`medians of ${rounds} rounds, ${runs} runs x ${STEPS - 1} measured steps each:`);
+  out(`medians of ${rounds} rounds, ${runs} runs x ${steps - 1} measured steps each:`);
   for (const b of builds) out(`| ${b.label} | ${median(b.figures.map((f) => f.cpuMsPerStep)).toFixed(4)} ms CPU/step | ${median(b.figures.map((f) => f.wallMsPerBatch)).toFixed(1)} ms/batch |`);
 }
