@@ -88,4 +88,7 @@ export async function benchStepStatement(against: string, rounds: number, runs: 
   }
   out(`medians of ${rounds} rounds, ${runs} runs x ${steps - 1} measured steps each:`);
   for (const b of builds) out(`| ${b.label} | ${median(b.figures.map((f) => f.cpuMsPerStep)).toFixed(4)} ms CPU/step | ${median(b.figures.map((f) => f.wallMsPerBatch)).toFixed(1)} ms/batch |`);
+  // The machine drifts between rounds more than the builds differ: each round's own ratio, then their median.
+  const ratios = builds[1]!.figures.map((f, i) => f.cpuMsPerStep / builds[0]!.figures[i]!.cpuMsPerStep).sort((a, b) => a - b);
+  out(`this checkout / against, CPU per step, per round: ${ratios.map((r) => r.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}`);
 }
