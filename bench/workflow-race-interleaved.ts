@@ -2,8 +2,8 @@
 // whole sweep (every concurrency) before the next engine's, minutes apart, so on this shared 2-core VM a ratio
 // followed the machine's drift as much as the engines. Here every contestant is up at once (Restate over its ingress,
 // `orch up` over HTTP run-and-wait and gRPC RunWorkflow, and with --against a second orch build from another
-// checkout's dist/), and at each concurrency they take turns, round after round, the first of each round rotating:
-// each round's ratios compare measurements seconds apart. An idle contestant costs next to nothing meanwhile.
+// checkout's dist/), and at each concurrency they take turns, round after round, in a new random order each round
+// (a second apart): each round's ratios compare measurements seconds apart. An idle contestant costs next to nothing meanwhile.
 //   npm run bench -- workflow-race-interleaved [--runs N] [--workflows W] [--concurrency 1,64] [--private-pg]
 //     [--against /work/wt/base]
 import { readFileSync } from 'node:fs';
@@ -25,6 +25,30 @@ interface Contestant {
 interface Measured extends RaceFigures {
   nodeCpu?: number;
   pgCpu?: number;
+}
+
+/**
+ * The contestants in a seeded random order. Not a rotation: rotating a fixed list keeps every contestant's successor
+ * the same, and the one measured right after Restate (whose background work outlasts its measurement) was then
+ * always the same orch path (the first version of this bench: orch HTTP followed Restate in 4 rounds of 5).
+ */
+function shuffled<T>(items: T[], seed: number): T[] {
+  const out = [...items];
+  let x = (seed * 2654435761) >>> 0 || 1;
+  const next = (): number => {
+    // xorshift32: deterministic, so a run's orders can be told from its seed.
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 4294967296;
+  };
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(next() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
 
 async function measure(c: Contestant, total: number, concurrency: number): Promise<Measured> {
@@ -61,19 +85,23 @@ export async function benchWorkflowRaceInterleaved(
     }
     for (const c of contestants) await drive(50, 8, c.one); // warm-up (JIT, pools, plan caches)
     const restateOf = contestants[0]!;
-    out(`contestants: ${contestants.map((c) => c.label).join(', ')}; ${runs} rounds per concurrency, the first of each round rotating`);
+    out(`contestants: ${contestants.map((c) => c.label).join(', ')}; ${runs} rounds per concurrency, each in a seeded random order`);
     for (const c of concurrencies) {
       const total = workflowsAt(workflows, c);
       const rounds: Map<string, Measured>[] = [];
       for (let r = 0; r < runs; r++) {
         const round = new Map<string, Measured>();
-        const order = contestants.map((_, i) => contestants[(i + r) % contestants.length]!);
-        for (const k of order) round.set(k.label, await measure(k, total, c));
+        const order = shuffled(contestants, c * 1000 + r);
+        for (const k of order) {
+          // A contestant's after-effects (Restate's log flushes, a node's GC) settle before the next one is measured.
+          await new Promise((res) => setTimeout(res, 1000));
+          round.set(k.label, await measure(k, total, c));
+        }
         rounds.push(round);
         const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
         const rs = round.get(restateOf.label)!.stepsPerSecond;
         out(
-          `c=${c} round ${r + 1} (first: ${order[0]!.label}; load ${load}): ` +
+          `c=${c} round ${r + 1} (order: ${order.map((k) => k.label).join(', ')}; load ${load}): ` +
             contestants
               .map((k) => {
                 const m = round.get(k.label)!;
