@@ -212,9 +212,10 @@ async function updateRows(tx: Queryable, batch: Pending[]): Promise<Set<string>>
  * of exactly the rows that were updated. Used when no step of the batch has more statements (`after`).
  *
  * A batch of steps that carry no previous step's events (every batch of a busy node) inserts them plainly, without
- * ON CONFLICT: an INSERT with a conflict arbiter is a speculative insertion, which costs PostgreSQL about twice a
- * plain one (it probes every unique index first, inserts, then confirms; docs/BENCHMARKS.md, stop 33), and events
- * are most of the statement's rows (~22 a workflow against 10 row updates in the race). A step's own events cannot
+ * ON CONFLICT: an INSERT with a conflict arbiter is a speculative insertion (it probes every unique index first,
+ * inserts, then confirms), which made the whole statement cost PostgreSQL 5-13 % more CPU per step (bench
+ * step-statement, docs/BENCHMARKS.md stop 34); events are most of the statement's rows (~22 a workflow against 10
+ * row updates in the race). A step's own events cannot
  * meet an existing row: they are inserted only for a row the statement updated, whose fence held
  * `last_seq <= prev_seq`; a run's events all have seq <= its row's last_seq (every statement that writes events moves
  * last_seq past them in the same transaction) while a step's own start at prev_seq + 1; and their keys
