@@ -49,9 +49,11 @@ export default {
   workerThreads: false,
   files,
   timeout: '3m',
-  // Four lanes: two left the CPUs idle 13-18 % of a run; four fill them (99 % busy, npm test ~12.5 min against ~16;
-  // docs/TESTING.md "Stop 33"). The two files that failed once at four were made load-proof (stop 34).
-  concurrency: PASS === 'quiet' ? 1 : 4,
+  // Two lanes. Four fill the CPUs (99 % busy, npm test ~12.5 min against ~16; docs/TESTING.md "Stop 33"), but runs
+  // at four have failed tests that pass at two: worker-failover-unit and ws-backpressure (stop 33, since made
+  // load-proof), then membership (a hang: a command lost with a heartbeat answer dropped at its deadline) and
+  // fuse/write-read-cache (stop 34, at load ~15). Not kept until a run at four is reliably green.
+  concurrency: PASS === 'quiet' ? 1 : 2,
   // For the nodes the tests start (test/support/node-process.ts testNodeFlags): PostgreSQL's WebAssembly in a PGlite
   // node through V8's baseline compiler only, ~1.5 s of CPU less per node start (issue 15). Benchmarks, outside
   // ava, start nodes as users run them.
