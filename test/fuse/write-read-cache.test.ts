@@ -30,11 +30,15 @@ test('dd bs=1M through the mount: 1 MiB kernel writes reach the daemon, and the 
   t.log(`kernel write requests: ${writes.length}, largest ${Math.max(...writes)} bytes`);
   t.is(Math.max(...writes), MiB, 'the kernel sent 1 MiB writes (libfuse 2.9: 128 KiB at most)');
   t.true(writes.length <= 8, `4 MiB in ${writes.length} kernel writes`);
-  t.deepEqual(
-    (await calls('/w.bin')).filter((c) => c.startsWith('read')),
-    [],
-    'cmp and sha256sum (two more opens) read the file from the page cache the write left',
-  );
+  // Without the kept pages, cmp and sha256sum read the whole file twice (8 MiB) from the FSAL. With them, none of it
+  // as a rule; but on a loaded machine the kernel may leave a page a write copied only in part not up to date and ask
+  // for it (three FSAL Reads in a four-lane suite run at load ~15), which a lone small read answers with just those
+  // bytes. So: at most a quarter of one copy of the file, counted from the reads' StorageEvents.
+  const reads = (await calls('/w.bin')).filter((c) => c.startsWith('read'));
+  await f.fsal.flushEvents();
+  const readBytes = (await f.db.query<{ bytes: string }>("SELECT bytes FROM storage_events WHERE volume_id = $1 AND path = '/w.bin' AND operation = 'read'", [vol])).rows.reduce((n, r) => n + Number(r.bytes), 0);
+  t.log(`FSAL Reads after the write: ${reads.length}, ${readBytes} bytes`);
+  t.true(readBytes <= MiB, `cmp and sha256sum (two more opens) read the file from the page cache the write left: ${readBytes} bytes from the FSAL`);
   t.is(sha(await f.volumes.readFile(TENANT, vol, '/w.bin')), sha(data), 'and the volume holds the bytes');
 });
 
