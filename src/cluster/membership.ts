@@ -37,8 +37,24 @@ interface LiveRow {
   public_key: string | null;
   commands: NodeCommand[] | null;
   drain_requested_at: Date | null;
+  drain_reason: string | null;
   heartbeat_stamp_ms: string | null;
   heartbeat_nonce: string | null;
+}
+
+/**
+ * The commands a heartbeat answer carries: those waiting in the row (taken out of it by the same transaction), plus
+ * the drain again while an operator drain stands and the member still reports ACTIVE. A command rides on one answer,
+ * and an answer the worker never got (its call deadline passed first, the connection dropped) lost it; a drain is
+ * also a state of the row, so it is sent until the member says it obeyed (docs/CLUSTER.md "Commands and lost answers").
+ */
+function withStandingDrain(row: LiveRow, reported: PeerStatus | undefined): NodeCommand[] {
+  const commands = row.commands ?? [];
+  if (row.drain_requested_at === null || reported !== 'ACTIVE' || commands.some((c) => c.command?.$case === 'drain')) return commands;
+  const drain: NodeCommand = {
+    command: { $case: 'drain', value: { reason: row.drain_reason ?? 'operator request', requested_at: new Date(row.drain_requested_at).toISOString() } },
+  };
+  return [...commands, drain];
 }
 
 /** Whether a heartbeat stamp is later than the member's last accepted one (ms, then nonce; as the SQL compares). */
@@ -114,7 +130,7 @@ export class Membership {
   private async lock(tx: Queryable, nodeId: string): Promise<LiveRow | undefined> {
     return (
       await tx.query<LiveRow>(
-        `SELECT status, session_id, peer_id, public_key, commands, drain_requested_at, heartbeat_stamp_ms, heartbeat_nonce
+        `SELECT status, session_id, peer_id, public_key, commands, drain_requested_at, drain_reason, heartbeat_stamp_ms, heartbeat_nonce
          FROM cluster_nodes WHERE node_id = $1 FOR UPDATE`,
         [nodeId],
       )
@@ -164,7 +180,7 @@ export class Membership {
       );
       const event =
         status !== row.status ? await appendEvent(tx, nodeStream(claims.nodeId), 'status_changed', { node_id: claims.nodeId, status, previous: row.status }) : null;
-      return { commands: row.commands ?? [], event, previous: row.status, status };
+      return { commands: withStandingDrain(row, reported), event, previous: row.status, status };
     });
     if (out.event) this.log.info({ peer: claims.nodeId, from: out.previous, to: out.status }, 'node status changed by heartbeat');
     await this.publish([out.event]);
@@ -367,7 +383,7 @@ export const PLAIN_SQL = `UPDATE cluster_nodes c SET last_heartbeat_at = now(), 
      heartbeat_stamp_ms = v.stamp_ms, heartbeat_nonce = v.nonce, updated_at = now()
    FROM (SELECT * FROM ${BEATS}) v
    WHERE c.node_id = ANY($1::TEXT[]) AND c.node_id = v.node_id AND c.session_id = v.session_id AND c.peer_id = v.peer_id AND c.commands IS NULL
-     AND ((c.status = 'DRAINING' AND (c.drain_requested_at IS NOT NULL OR v.reported = 'DRAINING')) OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE'))
+     AND ((c.status = 'DRAINING' AND v.reported = 'DRAINING') OR (c.status = 'ACTIVE' AND v.reported = 'ACTIVE'))
      AND ${LATER}
    RETURNING c.node_id, c.session_id, c.peer_id, c.heartbeat_stamp_ms, c.heartbeat_nonce`;
 

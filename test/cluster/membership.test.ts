@@ -31,7 +31,8 @@ function worker(address: string, o: { nodeId?: string; heartbeatMs?: number; loa
     heartbeatMs: o.heartbeatMs ?? 300,
     // A command rides on one heartbeat response and is cleared from the row when answered: a response the worker
     // dropped at its default 2 s deadline on a loaded machine lost the drain or sync_config command, and this file's
-    // waits for it hung a four-lane suite run. Load must not decide these tests (the loss itself: docs/CLUSTER.md).
+    // waits for it hung a four-lane suite run. Load must not decide these tests (what is sent again and what is not:
+    // docs/CLUSTER.md "Commands and lost answers").
     callTimeoutMs: 60_000,
     load: o.load ?? (() => ({ active_execution_count: 0, cpu_utilization_percent: 5, memory_utilization_percent: 50 })),
     ...(o.applyConfig ? { applyConfig: o.applyConfig } : {}),
@@ -226,4 +227,29 @@ test('PushConfig: a controller token is accepted or answered with rejection_reas
   const err = await refused(c.pushConfig({ config_yaml: yaml, config_hash: hash }, member.creds()));
   t.is(err.code, status.PERMISSION_DENIED);
   t.deepEqual(applied, [hash]);
+});
+
+// A command rides on a heartbeat answer. When that answer never reaches the worker (its call deadline passed first, or
+// the connection dropped), a drain was lost for good: the controller had taken it out of the row. While an operator
+// drain stands and the member still reports ACTIVE, each heartbeat answer carries the drain again.
+test('a drain whose heartbeat answer was lost rides on the next answer, until the member reports DRAINING', async (t) => {
+  const db = await testDb(t);
+  const ctl = await startController(t, db, { heartbeatMs: 1000 });
+  const node = await attestNode(t, ctl.address);
+  const beat = async (reported: NodePeerStatus): Promise<string[]> =>
+    (await node.client.heartbeat({ peer_id: node.peerId!, active_execution_count: 1, cpu_utilization_percent: 1, memory_utilization_percent: 1, status: reported }, node.creds())).commands.map(
+      (c) => (c.command?.$case === 'drain' ? `drain:${c.command.value.reason}` : String(c.command?.$case)),
+    );
+  t.deepEqual(await beat(NodePeerStatus.ACTIVE), []);
+  await ctl.membership.drain(node.nodeId, 'maintenance');
+  t.deepEqual(await beat(NodePeerStatus.ACTIVE), ['drain:maintenance'], 'the drain on the next answer (this one is lost)');
+  t.deepEqual(await beat(NodePeerStatus.ACTIVE), ['drain:maintenance'], 'the member still says ACTIVE: the drain again');
+  t.deepEqual(await beat(NodePeerStatus.DRAINING), [], 'obeyed: nothing more to send');
+  t.deepEqual(await beat(NodePeerStatus.DRAINING), []);
+  t.is(await statusOf(db, node.nodeId), 'DRAINING');
+  // Undrained: the member reporting ACTIVE is not sent a drain again.
+  await ctl.membership.undrain(node.nodeId, 'done');
+  t.deepEqual(await beat(NodePeerStatus.DRAINING), ['undrain']);
+  t.deepEqual(await beat(NodePeerStatus.ACTIVE), []);
+  t.is(await statusOf(db, node.nodeId), 'ACTIVE');
 });
