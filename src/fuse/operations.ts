@@ -33,25 +33,14 @@ const EMPTY = Buffer.alloc(0);
 const READ_AHEAD = 2 * 1024 * 1024;
 /**
  * Write-behind: a kernel write (1 MiB at most) is copied into a 1 MiB buffer per path and answered at once; full
- * buffers go to the FSAL as one Write each, started in order, up to WRITES_IN_FLIGHT of them at a time, while the
- * kernel sends the next. A write waits once this many bytes of the path are buffered or in flight. flush (every
- * close), fsync, and any operation that reads the path's size or data (getattr, read, truncate, rename, readdir) wait
- * for the path's Writes first, so what the mount shows is what was written. A Write the FSAL refuses (ENOSPC, EROFS, a
- * policy refusal) is answered to the next write, flush or fsync of the path, as NFS reports an asynchronous write's
- * error; no Write is started after it (those already in flight may land). Each FSAL Write is still whole or refused,
- * and the quota exact.
+ * buffers go to the FSAL as one Write each, in order, while the kernel sends the next. A write waits once this many
+ * bytes of the path are buffered or in flight. flush (every close), fsync, and any operation that reads the path's
+ * size or data (getattr, read, truncate, rename, readdir) wait for the path's Writes first, so what the mount shows
+ * is what was written. A Write the FSAL refuses (ENOSPC, EROFS, a policy refusal) is answered to the next write,
+ * flush or fsync of the path, as NFS reports an asynchronous write's error; each FSAL Write is still whole or
+ * refused, and the quota exact.
  */
 const WRITE_BEHIND_MAX = 8 * 1024 * 1024;
-/**
- * FSAL Writes of one path in flight at once. One at a time, a 1 MiB Write's gRPC transfer, the service's work and its
- * StorageEvent's commit ran one after another, and a `dd` through the mount wrote at the speed of that chain
- * (docs/BENCHMARKS.md, stop 34: 4 in flight overlap one Write's transfer with the previous one's commit, and their
- * events commit together). The volume's mutex still applies them one at a time, in whatever order they arrive. What a
- * daemon killed mid-write leaves is then not a prefix: every 1 MiB block of the file is either what was written or,
- * for a Write still in flight when a later one landed, a hole (zeros) — within the last WRITES_IN_FLIGHT - 1 blocks
- * of the file; the quota counts the file's size (test/fuse/crash.test.ts).
- */
-export const WRITES_IN_FLIGHT = 4;
 /** How long the daemon answers getattr from what it learned itself (Create, its own writes): the kernel's attr cache. */
 const ATTR_TTL_MS = 1000;
 /**
@@ -121,17 +110,9 @@ class WriteBehind {
   private buf: Buffer | undefined;
   private start = 0;
   private len = 0;
-  /** Settles once every Write shipped so far has started (they start in order, WRITES_IN_FLIGHT at most). */
-  private starts: Promise<void> = Promise.resolve();
-  private readonly inFlight = new Set<Promise<void>>();
+  private chain: Promise<void> = Promise.resolve();
   private queued = 0;
   private error: unknown;
-  /**
-   * The attributes of the latest state the FSAL answered while Writes were in flight together: their answers may
-   * arrive in any order, so only one at least as new (mtime, then size: the volume's mutex applied them one after
-   * another, each growing or keeping the size) is passed on. Reset once none is in flight.
-   */
-  private latest: FileAttributes | undefined;
   /** A whole CHUNK of this path was buffered: it is a large file, give it CHUNK-sized buffers from now on. */
   private filled = false;
 
@@ -142,7 +123,6 @@ class WriteBehind {
     private readonly written: (attributes: FileAttributes) => void,
     /** A Write was refused: bytes the kernel was told were written are not in the file. */
     private readonly refused: () => void = () => undefined,
-    private readonly maxInFlight = WRITES_IN_FLIGHT,
   ) {}
 
   idle(): boolean {
@@ -176,21 +156,21 @@ class WriteBehind {
         this.ship();
       }
     }
-    while (this.queued > WRITE_BEHIND_MAX) await (this.inFlight.size > 0 ? Promise.race(this.inFlight) : this.starts);
+    while (this.queued > WRITE_BEHIND_MAX) await this.chain;
     this.raise();
   }
 
   /** Sends what is buffered and waits for every Write of the path; throws the first refusal (once). */
   async flush(): Promise<void> {
-    await this.drained();
+    this.ship();
+    await this.chain;
     this.raise();
   }
 
   /** Sends what is buffered and waits for every Write of the path, leaving a refusal for the writer to hear. */
   async drained(): Promise<void> {
     this.ship();
-    await this.starts;
-    while (this.inFlight.size > 0) await Promise.all(this.inFlight);
+    await this.chain;
   }
 
   private ship(): void {
@@ -200,35 +180,20 @@ class WriteBehind {
     this.buf = undefined;
     this.len = 0;
     this.queued += data.length;
-    this.starts = this.starts.then(async () => {
-      while (this.inFlight.size >= this.maxInFlight) await Promise.race(this.inFlight);
-      // After a refusal nothing more is started: the kernel hears of it at the next write, flush or fsync.
-      if (this.error !== undefined) {
+    this.chain = this.chain.then(async () => {
+      try {
+        // After a refusal nothing more is sent: the kernel hears of it at the next write, flush or fsync.
+        if (this.error === undefined) {
+          const res = await this.remote.write(this.path, at, data);
+          if (res.attributes) this.written(res.attributes);
+        }
+      } catch (err) {
+        this.error = err;
+        this.refused();
+      } finally {
         this.queued -= data.length;
-        return;
       }
-      const sent = this.send(at, data).finally(() => this.inFlight.delete(sent));
-      this.inFlight.add(sent);
     });
-  }
-
-  /** One FSAL Write; never rejects (a refusal is kept for the writer). */
-  private async send(at: number, data: Buffer): Promise<void> {
-    try {
-      const res = await this.remote.write(this.path, at, data);
-      const a = res.attributes;
-      if (a && (!this.latest || a.mtime_unix_ms > this.latest.mtime_unix_ms || (a.mtime_unix_ms === this.latest.mtime_unix_ms && a.size >= this.latest.size))) {
-        this.latest = a;
-        this.written(a);
-      }
-    } catch (err) {
-      if (this.error === undefined) this.error = err;
-      this.refused();
-    } finally {
-      this.queued -= data.length;
-      // This was the last in flight (its own entry goes just after): later Writes start from a settled state.
-      if (this.inFlight.size <= 1) this.latest = undefined;
-    }
   }
 
   private raise(): void {
