@@ -83,7 +83,7 @@ const execFileP = promisify(execFile);
  * ~1,200 before the template databases were dropped, cost about a second of CPU through fs.cp, on the thread that is
  * loading the node's modules meanwhile; issue 15 item 4), else by fs.cp.
  */
-async function copyTree(from: string, to: string): Promise<void> {
+export async function copyTree(from: string, to: string): Promise<void> {
   try {
     await execFileP('cp', ['-r', '--', `${from}/.`, `${to}/`]);
   } catch (err) {

@@ -1,18 +1,16 @@
 // The two storage engines a service test runs on: PGlite in process and real PostgreSQL in a throwaway database,
 // each opened once per file and migrated, shared by that engine's tests (which run one after another).
 import type { TestFn } from 'ava';
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import type { Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import { openMigratedPglite } from '../../src/storage/open.ts';
 import { openPglite } from '../../src/storage/pglite.ts';
-import { templateFile } from '../../src/storage/pglite-template.ts';
+import { copyTree, templateFile } from '../../src/storage/pglite-template.ts';
 import { createTestDatabase } from './pg.ts';
 
 export type Fresh = () => Promise<{ db: Db; cleanup: () => Promise<void> }>;
@@ -41,7 +39,6 @@ export async function tempDir(prefix: string): Promise<{ dir: string; remove(): 
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
-const execFileP = promisify(execFile);
 let emptyCluster: Promise<string> | undefined;
 
 /**
@@ -69,7 +66,7 @@ function emptyClusterDir(): Promise<string> {
 export async function emptyPgliteDir(dataDir: string): Promise<string> {
   const from = await emptyClusterDir();
   await mkdir(dataDir, { recursive: true });
-  await execFileP('cp', ['-r', '--', `${from}/.`, `${dataDir}/`]);
+  await copyTree(from, dataDir);
   await rm(path.join(dataDir, 'READY'), { force: true });
   return dataDir;
 }

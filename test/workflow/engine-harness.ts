@@ -18,7 +18,7 @@ import type { SystemSandbox } from '../../src/workflow/states/system.ts';
 import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
 import type { EngineDeps } from '../../src/workflow/engine/run.ts';
 import type { WorkflowExecutionRow } from '../../src/workflow/engine/repo.ts';
-import { getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
+import { getWorkflowExecution, insertWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
 import type { StateKind, WorkflowManifest } from '../../src/workflow/manifest/types.ts';
 import { WorkflowDefinitionService } from '../../src/workflow/registry/service.ts';
@@ -176,4 +176,16 @@ export function parsedManifest(yaml: string): WorkflowManifest {
   const parsed = parseWorkflowManifest(yaml);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   return parsed.manifest;
+}
+
+/** Inserts runs of `yaml` (tenant 't', owned by 'node-a') straight into the table, as the step writer's tests need them. */
+export async function insertRuns(db: Db, ids: string[], yaml: string = ONE_STATE_WORKFLOW): Promise<void> {
+  const manifest = parsedManifest(yaml);
+  for (const id of ids) {
+    await insertWorkflowExecution(
+      db,
+      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
+      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
+    );
+  }
 }

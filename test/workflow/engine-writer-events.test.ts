@@ -6,9 +6,8 @@ import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
 import type { Db, QueryOptions, QueryResult, Row } from '../../src/storage/db.ts';
-import { insertWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter } from '../../src/workflow/engine/writer.ts';
-import { manifest, migratedPg, ONE_STATE_WORKFLOW, parsedManifest, startEngine } from './engine-harness.ts';
+import { insertRuns, manifest, migratedPg, startEngine } from './engine-harness.ts';
 
 interface Sent {
   name: string | undefined;
@@ -37,17 +36,6 @@ function recording(db: Db): { db: Db; sent: Sent[] } {
     },
   });
   return { db: wrapped, sent };
-}
-
-async function insertRuns(db: Db, ids: string[]): Promise<void> {
-  const manifest = parsedManifest(ONE_STATE_WORKFLOW);
-  for (const id of ids) {
-    await insertWorkflowExecution(
-      db,
-      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
-      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
-    );
-  }
 }
 
 /** Run `id`'s first step (node-a holds it, epoch 0): state a entered. */

@@ -4,11 +4,10 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
 import { silentLogger } from '../../src/logging/logger.ts';
-import type { Db } from '../../src/storage/db.ts';
 import { claimRow, type RowFence } from '../../src/storage/row-lease.ts';
-import { insertWorkflowExecution, getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
+import { getWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { StepWriter, type RunSnapshot } from '../../src/workflow/engine/writer.ts';
-import { migratedPg, ONE_STATE_WORKFLOW, parsedManifest, wiredPg } from './engine-harness.ts';
+import { insertRuns, migratedPg, ONE_STATE_WORKFLOW, wiredPg } from './engine-harness.ts';
 
 /** Runs `ids` of the workflow `w` of `yaml` for tenant `t`, started and claimed by node-a. */
 /** The k-th step of run `id` (node-a holds it, epoch 0): entered state a for the k-th time. */
@@ -20,17 +19,6 @@ function kthStep(id: string, k: number): Parameters<StepWriter['write']>[0] {
     transition: true,
     events: [{ type: 'WorkflowStateEntered', key: `entered:a:${k}`, state_name: 'a', iteration_number: k, payload: {} }],
   };
-}
-
-async function insertRuns(db: Db, ids: string[], yaml: string): Promise<void> {
-  const manifest = parsedManifest(yaml);
-  for (const id of ids) {
-    await insertWorkflowExecution(
-      db,
-      { id, tenantId: 't', workflowId: 'w', workflowName: 'w', workflowVersion: '1.0.0', manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
-      [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
-    );
-  }
 }
 
 test('batched steps commit together; a fenced-off step is rejected alone', async (t) => {
