@@ -301,17 +301,19 @@ export function dbConformance(adapter: Adapter): void {
   // --- leases and fencing ----------------------------------------------------------------------------------------
 
   test(title('lease: acquire when free, refuse while held, re-acquire keeps the epoch, renew extends'), async (t) => {
+    // Minutes, not seconds: nothing here waits for an expiry, and at four lanes a PGlite thread has taken over 10 s
+    // between two of these statements (stop 35), so a 10 s lease ran out before "held by a" was asked.
     const resource = `res-${rand()}`;
-    const a = await acquireLease(db, resource, 'node-a', 10_000);
+    const a = await acquireLease(db, resource, 'node-a', 600_000);
     t.truthy(a);
     t.is(a!.epoch, 1);
     t.is(a!.nodeId, 'node-a');
     t.true(a!.expiresAt instanceof Date);
-    t.is(await acquireLease(db, resource, 'node-b', 10_000), null, 'held by a');
-    const again = await acquireLease(db, resource, 'node-a', 20_000);
+    t.is(await acquireLease(db, resource, 'node-b', 600_000), null, 'held by a');
+    const again = await acquireLease(db, resource, 'node-a', 1_200_000);
     t.is(again!.epoch, 1, 'the holder acquiring again is a renewal');
     t.true(again!.expiresAt > a!.expiresAt);
-    const renewed = await renewLease(db, a!, 30_000);
+    const renewed = await renewLease(db, a!, 1_800_000);
     t.is(renewed.epoch, 1);
     t.true(renewed.expiresAt > again!.expiresAt);
     const seen = await getLease(db, resource);
@@ -324,23 +326,23 @@ export function dbConformance(adapter: Adapter): void {
     const a = (await acquireLease(db, resource, 'node-a', 100))!;
     await sleep(250);
     t.false((await getLease(db, resource))?.live);
-    const b = await acquireLease(db, resource, 'node-b', 10_000);
+    const b = await acquireLease(db, resource, 'node-b', 600_000);
     t.is(b?.epoch, 2);
     t.is(b?.nodeId, 'node-b');
-    const err = await t.throwsAsync(renewLease(db, a, 10_000));
+    const err = await t.throwsAsync(renewLease(db, a, 600_000));
     t.true(isLeaseLost(err), String(err));
     t.false(await releaseLease(db, a), 'a cannot release what it lost');
-    t.is(await acquireLease(db, resource, 'node-a', 10_000), null);
+    t.is(await acquireLease(db, resource, 'node-a', 600_000), null);
   });
 
   test(title('lease: release lets the next node in at once, and the epoch never repeats'), async (t) => {
     const resource = `res-${rand()}`;
-    const a = (await acquireLease(db, resource, 'node-a', 60_000))!;
+    const a = (await acquireLease(db, resource, 'node-a', 600_000))!;
     t.true(await releaseLease(db, a));
-    const b = (await acquireLease(db, resource, 'node-b', 60_000))!;
+    const b = (await acquireLease(db, resource, 'node-b', 600_000))!;
     t.is(b.epoch, 2);
     t.true(await releaseLease(db, b));
-    const a2 = (await acquireLease(db, resource, 'node-a', 60_000))!;
+    const a2 = (await acquireLease(db, resource, 'node-a', 600_000))!;
     t.is(a2.epoch, 3, 'the same node taking it again after a release gets a new epoch');
   });
 
@@ -354,7 +356,7 @@ export function dbConformance(adapter: Adapter): void {
 
     // a stalls past its expiry; b takes over.
     await sleep(250);
-    const b = (await acquireLease(db, resource, 'node-b', 10_000))!;
+    const b = (await acquireLease(db, resource, 'node-b', 600_000))!;
     t.is(b.epoch, a.epoch + 1);
 
     // a wakes up and tries to write, either fencing first or writing first and fencing before commit.
@@ -390,7 +392,7 @@ export function dbConformance(adapter: Adapter): void {
       await tx.query(`INSERT INTO ${table} (id, writer) VALUES ($1, 'a')`, [randomUUID()]);
     });
     await fencedP;
-    const b = await acquireLease(db, resource, 'node-b', 10_000);
+    const b = await acquireLease(db, resource, 'node-b', 600_000);
     const outcome = await writeA.then(
       () => 'committed' as const,
       (err: unknown) => (isLeaseLost(err) ? ('lease-lost' as const) : Promise.reject(err)),
@@ -416,12 +418,12 @@ export function dbConformance(adapter: Adapter): void {
       [nodeId, JSON.stringify(['gpu'])],
     );
     const a = await claimRow<{ node_id: string; tags: string[]; epoch: number }>(
-      db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-a', 10_000,
+      db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-a', 600_000,
     );
     t.truthy(a);
     t.is(a!.epoch, 1);
     t.deepEqual(a!.row.tags, ['gpu']);
-    t.is(await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-b', 10_000), null, 'held by ctrl-a');
+    t.is(await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-b', 600_000), null, 'held by ctrl-a');
 
     const updated = await fencedUpdate<{ heartbeat_count: number; status: string }>(
       db, a!, 'heartbeat_count = heartbeat_count + $1, status = $2', [5, 'DRAINING'],
@@ -434,7 +436,7 @@ export function dbConformance(adapter: Adapter): void {
     t.true(renewed.expiresAt < a!.expiresAt);
 
     await sleep(250);
-    const b = await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-b', 10_000, {
+    const b = await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-b', 600_000, {
       where: `status <> 'DEREGISTERED'`,
     });
     t.is(b?.epoch, 2);
@@ -449,9 +451,9 @@ export function dbConformance(adapter: Adapter): void {
     t.deepEqual(row.rows[0], { heartbeat_count: 5, status: 'DRAINING', owner_node: 'ctrl-b' });
 
     await releaseRow(db, b!);
-    const c = await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-a', 10_000);
+    const c = await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-a', 600_000);
     t.is(c?.epoch, 3, 'released rows are claimable at once, with a new epoch');
-    const again = await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-a', 10_000);
+    const again = await claimRow(db, 'cluster_nodes', 'node_id', nodeId, 'ctrl-a', 600_000);
     t.is(again?.epoch, 4, 'claiming again (a new incarnation) fences the previous one');
     t.true(isLeaseLost(await t.throwsAsync(fencedUpdate(db, c!, 'heartbeat_count = 0'))));
   });
