@@ -61,9 +61,12 @@ for (const tgt of targets) {
   out.connect[tgt] = await new Promise((r) => {
     const s = net.connect({ host: tgt.slice(0, i), port: Number(tgt.slice(i + 1)), timeout: 3000 });
     let data = '';
-    s.on('data', (d) => (data += d));
-    s.on('connect', () => setTimeout(() => { s.destroy(); r('connected' + (data ? ':' + data : '')); }, 200));
-    s.on('timeout', () => { s.destroy(); r('timeout'); });
+    // Connected: the server's greeting, or what came within 3 s (200 ms was too short at load ~20, stop 35).
+    let connected = false;
+    const done = () => { s.destroy(); r('connected' + (data ? ':' + data : '')); };
+    s.on('data', (d) => { data += d; if (connected) done(); });
+    s.on('connect', () => { connected = true; if (data) done(); else setTimeout(done, 3000); });
+    s.on('timeout', () => { if (!connected) { s.destroy(); r('timeout'); } });
     s.on('error', (e) => r(e.code));
   });
 }

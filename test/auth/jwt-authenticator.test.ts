@@ -168,10 +168,13 @@ function decodeExp(token: string): number {
 
 test('a remembered verification never outlives the token: refused after its exp', async (t) => {
   const a = createJwtAuthenticator({ jwks: idp.jwks, issuer: idp.issuer, audience: idp.audience, clockToleranceSec: 0 });
-  const token = await idp.sign({ sub: 'short' }, { ttlSeconds: 2 });
+  // 6 s, and then a wait until its exp: with 2 s the token had expired before the first authenticate in a suite run
+  // at load ~20 (stop 35).
+  const token = await idp.sign({ sub: 'short' }, { ttlSeconds: 6 });
+  const { exp } = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number };
   t.is((await a.authenticate(token, undefined)).subject, 'short');
   t.is((await a.authenticate(token, undefined)).subject, 'short', 'again, from memory');
-  await new Promise((r) => setTimeout(r, 2100));
+  await new Promise((r) => setTimeout(r, Math.max(0, exp * 1000 - Date.now()) + 100));
   const err = await t.throwsAsync(a.authenticate(token, undefined), { instanceOf: OrchError });
   t.is(err?.message, 'invalid token: expired');
 });
