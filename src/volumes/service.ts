@@ -127,6 +127,12 @@ export class VolumeService {
   private readonly quotaChunk: number;
   private readonly quotaIdleMs: number;
   private readonly pools = new Map<string, QuotaPool>();
+  /**
+   * Per volume, how many times a pool statement (a reservation ahead, a give-back) started or finished: odd while
+   * one is on its way. get() reads the row and the pool at two moments; a count that moved between them (or odd) means
+   * the row may count bytes the pool does not show yet, or no longer (see get()). Dropped by purge().
+   */
+  private readonly poolSeq = new Map<string, { n: number }>();
 
   constructor(opts: VolumeServiceOptions) {
     this.quotaChunk = Math.max(0, opts.quotaChunkBytes ?? 0);
@@ -205,12 +211,28 @@ export class VolumeService {
     return rows.map(repo.toVolume);
   }
 
+  /**
+   * The live volume; its used_bytes is the row's minus what this process reserved ahead and has not written yet
+   * (reserve()), so bytes count from the moment a write reserves them. The row and the pool are read at two moments:
+   * when a pool statement's answer came between them (its UPDATE committed, the pool not yet told, or the other way
+   * round) that difference was off by the chunk: more than the writes will make, or less than the disk. Such a read
+   * is read again under the volume's mutex, where no pool statement runs (they all run under it, so get() called by
+   * the holder never comes to this).
+   */
   async get(tenantId: string, id: string): Promise<Volume> {
     if (!UUID.test(id)) throw nf(id);
+    const seq = this.poolSeq.get(id)?.n ?? 0;
+    if (seq % 2 === 0) {
+      const v = await this.readUsage(tenantId, id);
+      if ((this.poolSeq.get(id)?.n ?? 0) === seq) return v;
+    }
+    return this.mutex.run(id, () => this.readUsage(tenantId, id));
+  }
+
+  private async readUsage(tenantId: string, id: string): Promise<Volume> {
     const row = await repo.findVolume(this.db, tenantId, id);
     if (!row) throw nf(id);
     const v = repo.toVolume(row);
-    // What this process reserved ahead and has not written yet is not used (reserve()).
     const pooled = this.pools.get(id)?.bytes ?? 0;
     return pooled > 0 ? { ...v, used_bytes: Math.max(0, v.used_bytes - pooled) } : v;
   }
@@ -276,6 +298,9 @@ export class VolumeService {
   async recount(tenantId: string, id: string): Promise<VolumeQuota> {
     const v = await this.get(tenantId, id);
     await this.mutex.run(id, async () => {
+      // The row counts what this process reserved ahead; set to the disk, it no longer does: the pool goes back first
+      // (given back after, it took its bytes off a row that did not hold them).
+      await this.releasePool(id);
       const tree = await treeSize(this.localDir(v));
       if ((await repo.setUsedBytes(this.db, tenantId, id, tree.bytes)) === undefined) throw nf(id);
     });
@@ -661,6 +686,7 @@ export class VolumeService {
       await this.mutex.run(r.id, async () => {
         const dir = this.dirOf(r.id);
         if (!(await stat(dir).catch(() => undefined))) return;
+        await this.releasePool(r.id);
         const tree = await treeSize(dir);
         const now = await repo.findAnyVolume(this.db, r.tenant_id, r.id);
         if (now && now.status === 'active' && Number(now.used_bytes) !== tree.bytes) {
@@ -787,12 +813,15 @@ export class VolumeService {
       return p.dbUsed - p.bytes;
     }
     const short = delta - p.bytes;
-    const ahead = await repo.reserveAhead(this.db, tenantId, id, short, this.quotaChunk);
-    if (ahead) {
-      p.bytes += ahead.reserved - delta;
-      p.dbUsed = ahead.used;
-      return p.dbUsed - p.bytes;
-    }
+    const ahead = await this.poolStatement(id, async () => {
+      const a = await repo.reserveAhead(this.db, tenantId, id, short, this.quotaChunk);
+      if (a) {
+        p.bytes += a.reserved - delta;
+        p.dbUsed = a.used;
+      }
+      return a;
+    });
+    if (ahead) return p.dbUsed - p.bytes;
     await this.releasePool(id);
     throw await this.refusal(tenantId, id, shown, delta);
   }
@@ -808,8 +837,28 @@ export class VolumeService {
     if (!p) return;
     if (p.timer) clearTimeout(p.timer);
     p.timer = undefined;
-    if (p.bytes > 0) await repo.adjustBytes(this.db, p.tenantId, id, -p.bytes);
-    if (this.pools.get(id) === p) this.pools.delete(id);
+    await this.poolStatement(id, async () => {
+      if (p.bytes > 0) await repo.adjustBytes(this.db, p.tenantId, id, -p.bytes);
+      if (this.pools.get(id) === p) this.pools.delete(id);
+    });
+  }
+
+  /**
+   * Runs a statement that moves bytes between the row and the pool, with the pool's update after its answer; the
+   * volume's poolSeq is odd meanwhile (get()). Called under the volume's mutex.
+   */
+  private async poolStatement<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    let s = this.poolSeq.get(id);
+    if (!s) {
+      s = { n: 0 };
+      this.poolSeq.set(id, s);
+    }
+    s.n += 1;
+    try {
+      return await fn();
+    } finally {
+      s.n += 1;
+    }
   }
 
   private async refusal(tenantId: string, id: string, shown: string, delta: number): Promise<OrchError> {
@@ -835,9 +884,11 @@ export class VolumeService {
   /** Removes the files, then the row, of a volume already marked `deleting`. */
   private async purge(tenantId: string, id: string): Promise<void> {
     await this.mutex.run(id, async () => {
+      await this.releasePool(id);
       await rm(this.dirOf(id), { recursive: true, force: true });
       await rm(path.join(this.stagingDir, id), { recursive: true, force: true });
       await repo.deleteRow(this.db, tenantId, id);
+      this.poolSeq.delete(id);
     });
     this.log.info({ volume: id, tenant: tenantId }, 'volume deleted');
   }
