@@ -3,7 +3,8 @@
 // (shell tools in a child process), and on the local disk with the same client code, as the ratio that matters.
 // Everything runs on this machine: the gRPC server, the FUSE daemon's callbacks and the client share the bench
 // process (the FUSE shell commands run in their own).
-// Run: `npm run bench -- fsal [--runs N]`, or `tsx bench/fsal.ts [runs]`.
+// Run: `npm run bench -- fsal [--runs N]`, or `tsx bench/fsal.ts [runs]`. `npm run bench -- fsal --dd-only --runs N`:
+// only the 64 MiB `dd` write and read, N times on one mount and N times on the local disk, alternated (reportFsalDd).
 import { execFile } from 'node:child_process';
 import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -102,14 +103,20 @@ async function diskFigures(dir: string) {
   return { diskWriteMBps: FILE_MB / w, diskReadMBps: FILE_MB / r, diskSmallFilesPerSec: SMALL_FILES / s };
 }
 
-/** The same shell commands on a directory: `dd` 1 MiB blocks for the big file, a shell loop for small files. */
-async function shellFigures(dir: string, tag: string) {
+/** `dd` of a FILE_MB MiB file in 1 MiB blocks, written then read back: MB/s. */
+async function ddFigures(dir: string, tag: string): Promise<{ writeMBps: number; readMBps: number }> {
   const w = await timed(() => sh(`dd if=/dev/zero of=${dir}/${tag}.bin bs=1M count=${FILE_MB} 2>/dev/null`));
   // The page cache is not dropped (not ours to do on a shared machine). Through the mount, a file the mount itself
   // wrote is read back from it under libfuse 3 (keep_cache at the open); libfuse 2.9's auto_cache re-read it.
   const r = await timed(() => sh(`dd if=${dir}/${tag}.bin of=/dev/null bs=1M 2>/dev/null`));
+  return { writeMBps: FILE_MB / w, readMBps: FILE_MB / r };
+}
+
+/** The same shell commands on a directory: `dd` 1 MiB blocks for the big file, a shell loop for small files. */
+async function shellFigures(dir: string, tag: string) {
+  const { writeMBps, readMBps } = await ddFigures(dir, tag);
   const s = await timed(() => sh(`mkdir ${dir}/${tag}-small && cd ${dir}/${tag}-small && i=0; while [ $i -lt ${SMALL_FILES} ]; do head -c ${SMALL_SIZE} /dev/zero > f$i; i=$((i+1)); done`));
-  return { writeMBps: FILE_MB / w, readMBps: FILE_MB / r, smallFilesPerSec: SMALL_FILES / s };
+  return { writeMBps, readMBps, smallFilesPerSec: SMALL_FILES / s };
 }
 
 /** Leaf packages (no dependencies, no bins) of this checkout, packed as tarballs for an offline `npm ci`. */
@@ -217,6 +224,51 @@ export async function reportFsal(runs: number, print: (line: string) => void): P
   line(`FUSE mount: npm ci --offline of a small project (${NPM_PACKAGES.length} packed deps)`, 'fuseNpmCiSec', 's');
   line('local disk: git clone of a local repository (src/ tree, 1 commit)', 'diskGitCloneSec', 's');
   line(`local disk: npm ci --offline of a small project (${NPM_PACKAGES.length} packed deps)`, 'diskNpmCiSec', 's');
+}
+
+/**
+ * The `dd` lines alone (bs=1M, FILE_MB MiB, /dev/zero), each run writing and reading a file on one mount and then on
+ * the local disk, alternated, the mount's file removed after each run: the full bench's single runs swing 3-10x
+ * between neighbours on a shared machine, this isolates the write-behind.
+ */
+export async function reportFsalDd(runs: number, print: (line: string) => void): Promise<void> {
+  if (!fuseAvailable()) return print('FUSE binding not available');
+  const f = await fsalFixture();
+  const local = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-disk-'));
+  const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-bench-fuse-'));
+  const figs = { fuseW: [] as number[], fuseR: [] as number[], diskW: [] as number[], diskR: [] as number[] };
+  try {
+    const exec = await f.execution();
+    const vol = await f.volume({ limit: 2 * FILE_MB * CHUNK });
+    await f.grant(exec, vol);
+    const token = await f.idp.sign({ sub: 'svc-bench', preferred_username: 'service-account-bench' });
+    const mounts = new MountManager({ mountPrefix: prefix, fsal: { address: f.address, token }, logger: silentLogger() });
+    try {
+      const mnt = await mounts.mount({ execution_id: exec, volume_id: vol, tenant_id: TENANT });
+      for (let i = 0; i < runs; i++) {
+        const fuse = await ddFigures(mnt, `dd-${i}`);
+        await sh(`rm -f ${mnt}/dd-${i}.bin`);
+        const disk = await ddFigures(local, `dd-${i}`);
+        await sh(`rm -f ${local}/dd-${i}.bin`);
+        figs.fuseW.push(fuse.writeMBps);
+        figs.fuseR.push(fuse.readMBps);
+        figs.diskW.push(disk.writeMBps);
+        figs.diskR.push(disk.readMBps);
+      }
+    } finally {
+      await mounts.closeAll();
+    }
+  } finally {
+    await f.close();
+    await rm(local, { recursive: true, force: true });
+    await rm(prefix, { recursive: true, force: true });
+  }
+  const line = (name: string, xs: number[]): void => print(`${name.padEnd(60)} median ${median(xs).toFixed(1).padStart(8)} MB/s   runs: ${xs.map((x) => x.toFixed(1)).join(', ')}`);
+  line('FUSE mount: dd write bs=1M', figs.fuseW);
+  line('FUSE mount: dd read bs=1M', figs.fuseR);
+  line('local disk: dd write bs=1M', figs.diskW);
+  line('local disk: dd read bs=1M', figs.diskR);
+  print(`FUSE dd write / local dd write, median of the per-run ratios: ${(100 * median(figs.fuseW.map((w, i) => w / figs.diskW[i]!))).toFixed(1)} %`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

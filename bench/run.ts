@@ -14,7 +14,7 @@ import { benchGateway, type GatewayFigures } from './gateway.ts';
 import { benchExecutions, type ExecutionFigures } from './executions.ts';
 import { benchDensity } from './density.ts';
 import { benchSeal } from './seal.ts';
-import { reportFsal } from './fsal.ts';
+import { reportFsal, reportFsalDd } from './fsal.ts';
 import { benchWorkflowRace } from './workflow-race.ts';
 import { benchWorkflowRaceApi } from './workflow-race-api.ts';
 import { benchWorkflowRaceInterleaved } from './workflow-race-interleaved.ts';
@@ -220,7 +220,7 @@ if (what === 'density') {
 if (what === 'seal' || what === 'all') await benchSealInvoke();
 if (what === 'http' || what === 'all') await benchHttp();
 if (what === 'db' || what === 'all') await benchDb();
-if (what === 'fsal' || what === 'all') await reportFsal(RUNS, (l) => process.stdout.write(`${l}\n`));
+if (what === 'fsal' || what === 'all') await (process.argv.includes('--dd-only') ? reportFsalDd : reportFsal)(RUNS, (l) => process.stdout.write(`${l}\n`));
 if (what === 'workflow-race' || what === 'all') await benchWorkflowRace(RUNS, arg('workflows', 2000), (l) => process.stdout.write(`${l}\n`));
 if (what === 'workflow-race-api' || what === 'all') {
   // Issue 16: the race through orch's public API (`orch up` from dist/, HTTP run-and-wait and gRPC RunWorkflow)
