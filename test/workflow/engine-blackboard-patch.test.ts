@@ -46,18 +46,21 @@ const chain = manifest(
   }).join(''),
 );
 
-for (const overtaken of [false, true]) {
-test(`a step sends the blackboard keys it changed, not the whole blackboard; the row ends whole${overtaken ? ' (each pipelined step overtakes the one before it)' : ''}`, async (t) => {
+// Each step its own statement (maxJoin 1), then (joined) the run's steps joined in the writer's queue, their patches merged.
+for (const [overtaken, joined] of [[false, false], [true, false], [false, true]] as const) {
+test(`a step sends the blackboard keys it changed, not the whole blackboard; the row ends whole${overtaken ? ' (each pipelined step overtakes the one before it)' : ''}${joined ? ' (steps joined: one statement)' : ''}`, async (t) => {
   const watch = stepBytes(overtaken);
-  const h = await startEngine(t, { wrapDb: watch.wrap });
+  const h = await startEngine(t, { wrapDb: watch.wrap, ...(joined ? {} : { writer: { maxJoin: 1 } }) });
   await h.deploy(chain);
   const big = 'x'.repeat(20_000);
   const id = await h.run('big', { blackboard: { big, nested: { a: [1, 2, 3] } } });
   const row = await h.waitFor(id);
   t.is(row.status, 'completed', row.error ?? '');
-  t.true(watch.sizes.length >= STEPS, `step statements ${watch.sizes.length}`);
+  if (joined) t.is(watch.sizes.length, 1, `step statements ${watch.sizes.length}`);
+  else t.true(watch.sizes.length >= STEPS, `step statements ${watch.sizes.length}`);
   // Each step statement carried the 20 kB seed before (>= 20,000 bytes each); now a few hundred bytes of its own keys.
-  t.true(Math.max(...watch.sizes) < 5_000, `step statement parameter bytes ${watch.sizes.join(', ')}`);
+  // Joined, the one statement carries the 10 steps' events and keys: still less than the seed once.
+  t.true(Math.max(...watch.sizes) < (joined ? 20_000 : 5_000), `step statement parameter bytes ${watch.sizes.join(', ')}`);
   t.is(row.blackboard.big, big);
   t.deepEqual(row.blackboard.nested, { a: [1, 2, 3] });
   for (let i = 0; i < STEPS; i++) t.is(row.blackboard[`v${i}`], i);

@@ -17,6 +17,7 @@ import { defaultSystemSandbox, startWorkflowCapability, type WorkflowCapability 
 import type { SystemSandbox } from '../../src/workflow/states/system.ts';
 import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
 import type { EngineDeps } from '../../src/workflow/engine/run.ts';
+import type { WriterOptions } from '../../src/workflow/engine/writer.ts';
 import type { WorkflowExecutionRow } from '../../src/workflow/engine/repo.ts';
 import { getWorkflowExecution, insertWorkflowExecution } from '../../src/workflow/engine/repo.ts';
 import { parseWorkflowManifest } from '../../src/workflow/manifest/parse.ts';
@@ -59,6 +60,8 @@ export async function startEngine(
     system?: SystemSandbox;
     /** spec.workflow.park_after_seconds in ms; with it the sweeper and parking start (pollMs 100: the scan's period). */
     parkAfterMs?: number;
+    /** The step writer's options (src/workflow/engine/writer.ts WriterOptions). */
+    writer?: WriterOptions;
   } = {},
 ): Promise<EngineHarness> {
   let url = o.db?.url;
@@ -87,7 +90,7 @@ export async function startEngine(
   // sandbox left, and held this file's ava worker for minutes after its last test (issue 15).
   const ownSystem = o.system ? undefined : defaultSystemSandbox(logger);
   const system: SystemSandbox = o.system ?? ownSystem!;
-  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, system, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.parkAfterMs !== undefined ? { parkAfterMs: o.parkAfterMs } : {}) });
+  const cap = startWorkflowCapability({ db, bus, actors, nodeId: o.nodeId ?? 'node-a', workflows: defs, logger, pollMs: 100, system, ...(o.leaseMs ? { leaseMs: o.leaseMs } : {}), ...(o.runners ? { runners: o.runners } : {}), ...(o.storage ? { storage: o.storage } : {}), ...(o.parkAfterMs !== undefined ? { parkAfterMs: o.parkAfterMs } : {}), ...(o.writer ? { writer: o.writer } : {}) });
   const stopSweeper = o.parkAfterMs !== undefined ? cap.startSweeper(200) : undefined;
   t.teardown(async () => {
     await stopSweeper?.();

@@ -2,7 +2,9 @@
 // the next built-in state and sends its step while the previous step's commit is still in flight, on another
 // connection; the database orders the two by the row's lock. Every step is still its own committed statement, the
 // run's events are written once each and announced in order, and a state that acts (anything but a built-in) starts
-// only once every step before it is committed. These tests watch the step statements on a real PostgreSQL.
+// only once every step before it is committed. These tests watch the step statements on a real PostgreSQL. A step
+// whose predecessor still waits in the writer's queue joins it (writer.ts maxJoin): the pipelining tests turn that off
+// (maxJoin 1) to see two statements in flight; the joining tests are at the end.
 import test from 'ava';
 import type { Db, QueryOptions, QueryResult, Row } from '../../src/storage/db.ts';
 import type { StateRunner } from '../../src/workflow/engine/runner-types.ts';
@@ -90,7 +92,7 @@ test('a lone run sends its next built-in step while the previous one commits; ev
   let subscribed!: () => void;
   const gate = new Promise<void>((r) => (subscribed = r));
   const watch = watchSteps((_, n) => (n === 0 ? { wait: gate } : undefined));
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
+  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db), writer: { maxJoin: 1 } });
   await h.deploy(chain('pipe', 10));
   const id = await h.run('pipe');
   const announced: number[] = [];
@@ -109,9 +111,9 @@ test('a lone run sends its next built-in step while the previous one commits; ev
 
 /** Runs a chain of `steps` built-ins through a database whose step statements `plan` delays or fails; it must complete
  * whole, in its first claim (no step lost, no incarnation taken over). */
-async function runThrough(t: import('ava').ExecutionContext, name: string, steps: number, plan: Parameters<typeof watchSteps>[0]): Promise<Watch> {
+async function runThrough(t: import('ava').ExecutionContext, name: string, steps: number, plan: Parameters<typeof watchSteps>[0], maxJoin = 1): Promise<Watch> {
   const watch = watchSteps(plan);
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
+  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db), writer: { maxJoin } });
   await h.deploy(chain(name, steps));
   const id = await h.run(name);
   const row = await h.waitFor(id, undefined, 30_000);
@@ -157,4 +159,42 @@ test('a state that acts starts only once every step before it is committed', asy
   t.is(stepsInFlightAtStart, 0);
   // Started + entered s0 + 4 transitions (s0→s1 … s3→act), all committed before the acting state ran.
   t.is(committedAtStart, 2 + 2 * 4);
+});
+
+test('a lone run\'s chain of built-ins joins its steps while they wait in the writer\'s queue: one statement, every event written and announced once, in order', async (t) => {
+  // Without joining, each of the 10 steps is its own statement and its own commit (10 statements).
+  let subscribed!: () => void;
+  const gate = new Promise<void>((r) => (subscribed = r));
+  const watch = watchSteps((_, n) => (n === 0 ? { wait: gate } : undefined));
+  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
+  await h.deploy(chain('joined', 10));
+  const id = await h.run('joined');
+  const announced: number[] = [];
+  const sub = await h.bus.subscribe(workflowStream(id), (e) => announced.push(e.seq));
+  subscribed();
+  const row = await h.waitFor(id);
+  t.is(row.status, 'completed', row.error ?? '');
+  await sub.close();
+  t.is(watch.sent, 1, 'the 10 steps went as one statement');
+  await assertWhole(t, h, id, 10);
+  // Every event after the start is announced once, in seq order, after the one commit.
+  t.deepEqual(announced, Array.from({ length: 20 }, (_, i) => 3 + i));
+});
+
+test('joined steps are capped at maxJoin per statement, and the statements still commit in order', async (t) => {
+  const watch = await runThrough(t, 'capped', 10, () => undefined, 4);
+  // 10 steps at most 4 to a statement: at least 3 statements, and never more than two in flight.
+  t.true(watch.sent >= 3, `sent ${watch.sent}`);
+  t.true(watch.maxInFlight <= 2, `in flight ${watch.maxInFlight}`);
+});
+
+test('a joined statement that fails fails every step in it; the run resumes from its row and completes whole', async (t) => {
+  const watch = watchSteps((_, n) => (n === 0 ? { fail: true } : undefined));
+  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db), leaseMs: 1000 });
+  await h.deploy(chain('refail', 6));
+  const id = await h.run('refail');
+  const row = await h.waitFor(id, undefined, 30_000);
+  t.is(row.status, 'completed', row.error ?? '');
+  t.is(watch.failed, 1);
+  await assertWhole(t, h, id, 6);
 });

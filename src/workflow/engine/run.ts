@@ -544,11 +544,17 @@ export class WorkflowRun {
   /**
    * Writes a transition into a built-in state without waiting for its commit, when the writer has nothing else to do
    * (a lone run: each step's round trip and the node's work for the next step then overlap with the database's
-   * commit of this one). At most two of the run's steps are in flight; a busy writer batches instead (commit).
+   * commit of this one). At most two of the run's steps are in flight; a busy writer batches instead (commit). A step
+   * whose predecessor has not left the writer's queue yet joins it (StepWriter.writeStep, maxJoin).
    */
   private async commitPipelined(events: NewWorkflowEvent[]): Promise<void> {
-    await this.settle(1);
-    if (!this.deps.writer.idleExcept(this.outstanding.length)) return this.commit(events, true);
+    // The run's previous step still waits in the writer's queue (a lone run: the writer flushes at the end of this turn
+    // of the event loop): this one joins it, and the run goes on; the two commit together, in one statement.
+    const last = this.outstanding[this.outstanding.length - 1];
+    if (!last || !this.deps.writer.joins(last)) {
+      await this.settle(1);
+      if (!this.deps.writer.idleExcept(this.outstanding.length)) return this.commit(events, true);
+    }
     const written = this.write(events, true);
     // Observed by settle (or by the next step's wait); a failure then fails the run, which resumes from its row.
     written.catch(() => undefined);
@@ -571,7 +577,9 @@ export class WorkflowRun {
       ...(after ? { after } : {}),
       ...(previous ? { previous } : {}),
     });
-    this.outstanding.push(step);
+    // A step joined to the previous one settles with it: one entry of the run's outstanding steps stands for both.
+    if (step.joined) this.outstanding[this.outstanding.length - 1] = step;
+    else this.outstanding.push(step);
     this.lastSeq += events.length;
     return step.settled;
   }

@@ -53,29 +53,74 @@ export interface WrittenStep {
   readonly events: NewWorkflowEvent[];
   /** The step's blackboard patch (StepWrite.blackboardPatch); undefined when it writes the whole blackboard. */
   readonly blackboardPatch: Record<string, unknown> | undefined;
+  /** Joined to the run's previous step (StepWriter.writeStep): both settle with the one statement that writes them. */
+  readonly joined: boolean;
 }
 
-/** The writer's own WrittenStep, which knows its queue entry (so a successor can be linked to it). */
+/** The writer's own WrittenStep, which knows its queue entry (so a successor can be linked to it). Its firstSeq, events
+ * and patch are its entry's: those of every step joined into it (StepWriter.writeStep), which a successor carries. */
 class Written implements WrittenStep {
   constructor(
     readonly settled: Promise<BusEvent<Record<string, unknown>>[]>,
-    readonly firstSeq: number,
-    readonly events: NewWorkflowEvent[],
-    readonly blackboardPatch: Record<string, unknown> | undefined,
     readonly pending: Pending,
+    /** Joined to the run's previous step, which was still waiting in the queue: one entry, one statement for both. */
+    readonly joined: boolean,
   ) {}
+  get firstSeq(): number {
+    return this.pending.w.firstSeq;
+  }
+  get events(): NewWorkflowEvent[] {
+    return this.pending.w.events;
+  }
+  get blackboardPatch(): Record<string, unknown> | undefined {
+    return this.pending.w.blackboardPatch;
+  }
 }
 
-interface Pending {
+/** One step handed to the writer: announced and answered on its own, though it may share its entry with others. */
+interface Part {
   w: StepWrite;
   resolve: (events: BusEvent<Record<string, unknown>>[]) => void;
   reject: (err: unknown) => void;
+}
+
+interface Pending {
+  /** What the statement writes: the step, or the run's steps joined into this entry (their events in order, the last snapshot). */
+  w: StepWrite;
+  /** The steps of this entry, oldest first, each answered (and its events announced) in order once it commits. */
+  parts: Part[];
+  /** Still in the queue: a later step of the same run may join it. */
+  queued: boolean;
   /** Whether the database applied this step's statement, once its transaction has ended. */
   applied?: boolean;
   /** Waiting for `applied` (a predecessor that the database found overtaken by this step). */
   onApplied?: ((applied: boolean) => void)[];
   /** The run's next step, written while this one was in flight; it carries this step's events. */
   successor?: Pending;
+}
+
+/** `b`, the run's next step, joined to `a`, its step still waiting in the queue: one row update to b's snapshot, the
+ * events of both in order, and a's predecessor (if a was pipelined) still carried. */
+function joinSteps(a: StepWrite, b: StepWrite): StepWrite {
+  if (b.firstSeq !== a.firstSeq + a.events.length) throw new Error(`step of run ${a.fence.key} joined out of order (seq ${b.firstSeq} after ${a.firstSeq}+${a.events.length})`);
+  const patch = a.blackboardPatch && b.blackboardPatch ? { ...a.blackboardPatch, ...b.blackboardPatch } : undefined;
+  return {
+    fence: b.fence,
+    snapshot: b.snapshot,
+    firstSeq: a.firstSeq,
+    events: [...a.events, ...b.events],
+    transition: a.transition || b.transition,
+    ...(patch ? { blackboardPatch: patch } : {}),
+    ...(a.previous ? { previous: a.previous } : {}),
+  };
+}
+
+function resolveParts(p: Pending, announce: (w: StepWrite) => BusEvent<Record<string, unknown>>[]): void {
+  for (const part of p.parts) part.resolve(announce(part.w));
+}
+
+function rejectParts(p: Pending, err: unknown): void {
+  for (const part of p.parts) part.reject(err);
 }
 
 /** Whether the database applied `p`, once its transaction has ended. */
@@ -98,6 +143,14 @@ export interface WriterOptions {
    * when no transaction is in flight, so a lone run (c=1) sends each step at once.
    */
   minParallelBatch?: number;
+  /**
+   * Steps of one run one queue entry may hold (default 64; 1: none join). A run's built-in step written while the
+   * run's previous step still waits in the queue joins that step (WorkflowRun.commitPipelined): a lone run's chain of
+   * built-ins is computed in microtasks before the writer's flush, and goes as one row update and one commit instead of
+   * one commit per step, each still committed before it is announced (issue 16: at c = 1 the 10 commits of the race,
+   * ~2 ms of WAL fsync each, were most of a workflow's wall time).
+   */
+  maxJoin?: number;
 }
 
 // A step sends either the whole blackboard or only the keys it changed (bb_patch, merged into the row's with ||).
@@ -284,6 +337,7 @@ export class StepWriter {
   private readonly maxInFlight: number;
   private readonly maxBatch: number;
   private readonly minParallelBatch: number;
+  private readonly maxJoin: number;
   /** Counters for the benchmark and the logs. */
   readonly stats = { transactions: 0, steps: 0 };
 
@@ -296,6 +350,7 @@ export class StepWriter {
     this.maxInFlight = options.maxInFlight ?? 4;
     this.maxBatch = options.maxBatch ?? 256;
     this.minParallelBatch = options.minParallelBatch ?? 32;
+    this.maxJoin = Math.max(1, options.maxJoin ?? 64);
   }
 
   /** Commits the step (with other runs' steps) and answers its events once committed; announces them after. */
@@ -303,16 +358,36 @@ export class StepWriter {
     return this.writeStep(w).settled;
   }
 
-  /** As write, answering the step as a WrittenStep, which a pipelined next step of the run can name as `previous`. */
+  /**
+   * As write, answering the step as a WrittenStep, which a pipelined next step of the run can name as `previous`.
+   * A step whose `previous` still waits in the queue (not sent) joins it instead of queueing behind it: one entry, one
+   * row update, the events of both (see maxJoin). Neither may have more statements (`after`).
+   */
   writeStep(w: StepWrite): WrittenStep {
-    let pending!: Pending;
+    let part!: Part;
     const settled = new Promise<BusEvent<Record<string, unknown>>[]>((resolve, reject) => {
-      pending = { w, resolve, reject };
+      part = { w, resolve, reject };
     });
-    if (w.previous instanceof Written) w.previous.pending.successor = pending;
+    const previous = w.previous instanceof Written ? w.previous.pending : undefined;
+    if (previous && this.joinable(previous) && !w.after) {
+      previous.w = joinSteps(previous.w, w);
+      previous.parts.push(part);
+      return new Written(settled, previous, true);
+    }
+    const pending: Pending = { w, parts: [part], queued: true };
+    if (previous) previous.successor = pending;
     this.queue.push(pending);
     this.schedule();
-    return new Written(settled, w.firstSeq, w.events, w.blackboardPatch, pending);
+    return new Written(settled, pending, false);
+  }
+
+  /** Whether the run's next step would join `step` (WorkflowRun: a run computes on while its step waits in the queue). */
+  joins(step: WrittenStep): boolean {
+    return step instanceof Written && this.joinable(step.pending);
+  }
+
+  private joinable(p: Pending): boolean {
+    return p.queued && !p.w.after && p.parts.length < this.maxJoin;
   }
 
   /**
@@ -371,6 +446,7 @@ export class StepWriter {
     for (const p of this.queue) {
       if (batch.length < this.maxBatch && !runs.has(p.w.fence.key)) {
         batch.push(p);
+        p.queued = false;
         runs.add(p.w.fence.key);
       } else {
         rest.push(p);
@@ -414,7 +490,7 @@ export class StepWriter {
     if (ahead) this.pump();
     if (updated !== undefined) {
       this.stats.transactions++;
-      this.stats.steps += batch.length;
+      for (const p of batch) this.stats.steps += p.parts.length;
     }
     const at = new Date().toISOString();
     for (const p of batch) {
@@ -424,8 +500,8 @@ export class StepWriter {
       const why = (): unknown => (updated === undefined ? failure : rowLost(p.w.fence));
       // The common case (no pipelining: a batched step) settles here; a pipelined one in order, after its previous.
       if (!p.w.previous && (applied || !p.successor)) {
-        if (applied) p.resolve(this.announce(p.w, at));
-        else p.reject(why());
+        if (applied) resolveParts(p, (w) => this.announce(w, at));
+        else rejectParts(p, why());
         p.successor = undefined;
       } else {
         this.settle(p, applied, why, at).catch((err: unknown) => this.logger.error({ err }, 'settling a pipelined workflow step failed'));
@@ -443,10 +519,11 @@ export class StepWriter {
   private async settle(p: Pending, applied: boolean, failure: () => unknown, at: string): Promise<void> {
     if (p.w.previous) await p.w.previous.settled.catch(() => undefined);
     if (!applied && p.successor) applied = await appliedOf(p.successor);
-    if (applied) p.resolve(this.announce(p.w, at));
-    else p.reject(failure());
+    if (applied) resolveParts(p, (w) => this.announce(w, at));
+    else rejectParts(p, failure());
     // Settled: let go of the neighbours, or every step of a long run would stay reachable from its latest one.
     p.w.previous = undefined;
+    for (const part of p.parts) part.w.previous = undefined;
     p.successor = undefined;
   }
 
