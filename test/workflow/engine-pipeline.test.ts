@@ -198,20 +198,3 @@ test('a joined statement that fails fails every step in it; the run resumes from
   t.is(watch.failed, 1);
   await assertWhole(t, h, id, 6);
 });
-
-test('runs side by side join their own steps too: 16 chains of 10 built-ins take fewer statements than one chain has steps', async (t) => {
-  // A busy writer takes a run's step into its queue and the run goes on, its next built-ins joining that step there.
-  // Before, each run waited for every step's commit: at least 10 statements (a run's steps commit in order, one per
-  // statement), whatever the batching across runs.
-  const watch = watchSteps();
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
-  await h.deploy(chain('many', 10));
-  const ids = await Promise.all(Array.from({ length: 16 }, () => h.run('many')));
-  for (const id of ids) {
-    const row = await h.waitFor(id, undefined, 30_000);
-    t.is(row.status, 'completed', row.error ?? '');
-    await assertWhole(t, h, id, 10);
-    t.is(row.epoch, 0);
-  }
-  t.true(watch.sent < 10, `step statements ${watch.sent}`);
-});

@@ -542,20 +542,18 @@ export class WorkflowRun {
   }
 
   /**
-   * Writes a transition into a built-in state without waiting for its commit. When the writer has nothing else to do
-   * (a lone run), each step's round trip and the node's work for the next step then overlap with the database's commit
-   * of this one; at most two of the run's steps are in flight. A step whose predecessor has not left the writer's queue
-   * yet joins it (StepWriter.writeStep, maxJoin): a run's chain of built-ins, computed in microtasks before the
-   * writer's flush, goes as one entry. A busy writer takes the step into its queue when none of the run's steps is
-   * outstanding (the next ones join it there), and otherwise the run waits for its commit (commit).
+   * Writes a transition into a built-in state without waiting for its commit, when the writer has nothing else to do
+   * (a lone run: each step's round trip and the node's work for the next step then overlap with the database's
+   * commit of this one). At most two of the run's steps are in flight; a busy writer batches instead (commit). A step
+   * whose predecessor has not left the writer's queue yet joins it (StepWriter.writeStep, maxJoin).
    */
   private async commitPipelined(events: NewWorkflowEvent[]): Promise<void> {
-    // The run's previous step still waits in the writer's queue (the writer flushes at the end of this turn of the
-    // event loop, or after the batch in flight): this one joins it, and the run goes on; the two commit together.
+    // The run's previous step still waits in the writer's queue (a lone run: the writer flushes at the end of this turn
+    // of the event loop): this one joins it, and the run goes on; the two commit together, in one statement.
     const last = this.outstanding[this.outstanding.length - 1];
     if (!last || !this.deps.writer.joins(last)) {
       await this.settle(1);
-      if (this.outstanding.length > 0 && !this.deps.writer.idleExcept(this.outstanding.length)) return this.commit(events, true);
+      if (!this.deps.writer.idleExcept(this.outstanding.length)) return this.commit(events, true);
     }
     const written = this.write(events, true);
     // Observed by settle (or by the next step's wait); a failure then fails the run, which resumes from its row.
