@@ -186,3 +186,21 @@ test('a step without a final output writes SQL NULL, not a JSON null', async (t)
   const r = await db.query<{ none: boolean }>('SELECT final_output IS NULL AS none FROM workflow_executions WHERE id = $1', [id]);
   t.true(r.rows[0]?.none);
 });
+
+test('a run\'s next step joins its step still in the queue only while that is the writer\'s lone entry', async (t) => {
+  const db = await migratedPg(t);
+  const ids = [randomUUID(), randomUUID(), randomUUID()];
+  await insertRuns(db, ids);
+  const writer = new StepWriter(db, undefined, silentLogger());
+  // Alone: the second step joins the first (one entry, one statement for both).
+  const a1 = writer.writeStep(kthStep(ids[0]!, 1));
+  const a2 = writer.writeStep({ ...kthStep(ids[0]!, 2), previous: a1 });
+  t.true(a2.joined);
+  // Another run's step queued beside it: the run's next step queues behind its own instead (a cohort keeps in step).
+  const b1 = writer.writeStep(kthStep(ids[1]!, 1));
+  const c1 = writer.writeStep(kthStep(ids[2]!, 1));
+  const b2 = writer.writeStep({ ...kthStep(ids[1]!, 2), previous: b1 });
+  t.false(b2.joined);
+  await Promise.all([a1.settled, a2.settled, b1.settled, c1.settled, b2.settled]);
+  for (const [id, seq] of [[ids[0]!, 3], [ids[1]!, 3], [ids[2]!, 2]] as const) t.is((await getWorkflowExecution(db, id))?.last_seq, seq);
+});

@@ -386,8 +386,15 @@ export class StepWriter {
     return step instanceof Written && this.joinable(step.pending);
   }
 
+  /**
+   * Only a lone run's entry is joined: the only one queued, nothing in flight. When a committed batch resumes a cohort
+   * of runs, the first of them finds the writer idle and pipelines; joining its next steps too let it finish its whole
+   * chain in that turn while the rest of the cohort stepped once, and the runs it started next fell out of step with
+   * the cohort (smaller batches): over gRPC at c = 64 the race read lower than without joins in 7 rounds of 8
+   * (docs/BENCHMARKS.md stop 35).
+   */
   private joinable(p: Pending): boolean {
-    return p.queued && !p.w.after && p.parts.length < this.maxJoin;
+    return p.queued && !p.w.after && p.parts.length < this.maxJoin && this.queue.length === 1 && this.inFlight === 0;
   }
 
   /**
