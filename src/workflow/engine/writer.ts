@@ -144,8 +144,9 @@ export interface WriterOptions {
    */
   minParallelBatch?: number;
   /**
-   * Steps of one run one queue entry may hold (default 64; 1: none join). A run's built-in step written while the
-   * run's previous step still waits in the queue joins that step (WorkflowRun.commitPipelined): a lone run's chain of
+   * Steps of one run one queue entry may hold (default 64; 1: none join). A run's step written while the run's
+   * previous step still waits in the queue, as the writer's only entry with nothing in flight (a lone run), joins that
+   * step (WorkflowRun.commitPipelined; see joinable): a lone run's chain of
    * built-ins is computed in microtasks before the writer's flush, and goes as one row update and one commit instead of
    * one commit per step, each still committed before it is announced (issue 16: at c = 1 the 10 commits of the race,
    * ~2 ms of WAL fsync each, were most of a workflow's wall time).
