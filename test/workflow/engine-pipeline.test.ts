@@ -87,20 +87,7 @@ async function assertWhole(t: import('ava').ExecutionContext, h: Awaited<ReturnT
 }
 
 test('a lone run sends its next built-in step while the previous one commits; every event is written and announced once, in order', async (t) => {
-  // The run's first step statement waits until the test has subscribed: on a loaded machine the run could otherwise
-  // be several steps on before the subscription is in place (16 of 22 events announced once, beside a typecheck).
-  let subscribed!: () => void;
-  const gate = new Promise<void>((r) => (subscribed = r));
-  const watch = watchSteps((_, n) => (n === 0 ? { wait: gate } : undefined));
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db), writer: { maxJoin: 1 } });
-  await h.deploy(chain('pipe', 10));
-  const id = await h.run('pipe');
-  const announced: number[] = [];
-  const sub = await h.bus.subscribe(workflowStream(id), (e) => announced.push(e.seq));
-  subscribed();
-  const row = await h.waitFor(id);
-  t.is(row.status, 'completed', row.error ?? '');
-  await sub.close();
+  const { h, id, watch, announced } = await gatedChain(t, 'pipe', 10, { maxJoin: 1 });
   // Two of the run's step statements were at the database at once (one per step and in order before: 1).
   t.is(watch.maxInFlight, 2);
   await assertWhole(t, h, id, 10);
@@ -111,6 +98,27 @@ test('a lone run sends its next built-in step while the previous one commits; ev
 
 /** Runs a chain of `steps` built-ins through a database whose step statements `plan` delays or fails; it must complete
  * whole, in its first claim (no step lost, no incarnation taken over). */
+/**
+ * Runs a chain of `steps` built-ins whose first step statement waits until the test has subscribed to the run's
+ * stream (on a loaded machine the run could otherwise be several steps on first: 16 of 22 events announced once,
+ * beside a typecheck); answers the run's seqs as announced, once it has completed.
+ */
+async function gatedChain(t: import('ava').ExecutionContext, name: string, steps: number, writer?: { maxJoin: number }): Promise<{ h: Awaited<ReturnType<typeof startEngine>>; id: string; watch: Watch; announced: number[] }> {
+  let subscribed!: () => void;
+  const gate = new Promise<void>((r) => (subscribed = r));
+  const watch = watchSteps((_, n) => (n === 0 ? { wait: gate } : undefined));
+  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db), ...(writer ? { writer } : {}) });
+  await h.deploy(chain(name, steps));
+  const id = await h.run(name);
+  const announced: number[] = [];
+  const sub = await h.bus.subscribe(workflowStream(id), (e) => announced.push(e.seq));
+  subscribed();
+  const row = await h.waitFor(id);
+  t.is(row.status, 'completed', row.error ?? '');
+  await sub.close();
+  return { h, id, watch, announced };
+}
+
 async function runThrough(t: import('ava').ExecutionContext, name: string, steps: number, plan: Parameters<typeof watchSteps>[0], maxJoin = 1): Promise<Watch> {
   const watch = watchSteps(plan);
   const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db), writer: { maxJoin } });
@@ -163,18 +171,7 @@ test('a state that acts starts only once every step before it is committed', asy
 
 test('a lone run\'s chain of built-ins joins its steps while they wait in the writer\'s queue: one statement, every event written and announced once, in order', async (t) => {
   // Without joining, each of the 10 steps is its own statement and its own commit (10 statements).
-  let subscribed!: () => void;
-  const gate = new Promise<void>((r) => (subscribed = r));
-  const watch = watchSteps((_, n) => (n === 0 ? { wait: gate } : undefined));
-  const h = await startEngine(t, { wrapDb: (db) => watch.wrap(db) });
-  await h.deploy(chain('joined', 10));
-  const id = await h.run('joined');
-  const announced: number[] = [];
-  const sub = await h.bus.subscribe(workflowStream(id), (e) => announced.push(e.seq));
-  subscribed();
-  const row = await h.waitFor(id);
-  t.is(row.status, 'completed', row.error ?? '');
-  await sub.close();
+  const { h, id, watch, announced } = await gatedChain(t, 'joined', 10);
   t.is(watch.sent, 1, 'the 10 steps went as one statement');
   await assertWhole(t, h, id, 10);
   // Every event after the start is announced once, in seq order, after the one commit.
