@@ -1,12 +1,12 @@
 // The checks `npm test` runs, in lanes side by side instead of one after another (issue 15: the suite's wall time on
 // two cores): the typecheck (about a minute of one core) in one; the emit-only build of dist/ that the tests' `orch`
-// processes run, then the k6 scripts' typecheck, the generated code and dashboard checks and the import-cycle check in
-// the other. Each step's output is printed when it ends, in one piece; the first failure is named and the exit code
-// is 1 once every lane has finished.
+// processes run, the test files' compile (scripts/build-tests.mjs, ~1 s), then the k6 scripts' typecheck, the
+// generated code and dashboard checks and the import-cycle check in the other. Each step's output is printed when it
+// ends, in one piece; the first failure is named and the exit code is 1 once every lane has finished.
 //
-// `--main-pass`: ava's main pass (ORCH_TEST_PASS=main) starts as soon as dist/ is built, beside the checks, instead of
-// after them: the checks' second lane left a core idle for ~20-40 s while the typecheck ran (stop 35). A failed check
-// stops ava (SIGINT) and fails the run; ava's own output streams as it comes.
+// `--main-pass`: ava's main pass (ORCH_TEST_PASS=main) starts as soon as dist/ and the tests are built, beside the
+// checks, instead of after them: the checks' second lane left a core idle for ~20-40 s while the typecheck ran (stop
+// 35). A failed check stops ava (SIGINT) and fails the run; ava's own output streams as it comes.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +16,13 @@ const bin = (p) => path.join(root, 'node_modules', p);
 const node = process.execPath;
 
 const build = { name: 'build:dist --no-check', argv: [node, 'scripts/build.mjs', '--no-check'] };
+// The test files compiled to .test-build/ (about a second), which ava's passes run (scripts/build-tests.mjs).
+const buildTests = { name: 'build:tests', argv: [node, 'scripts/build-tests.mjs'] };
 const lanes = [
   [{ name: 'typecheck', argv: [node, bin('typescript/bin/tsc'), '--noEmit', '-p', 'tsconfig.json'] }],
   [
     build,
+    buildTests,
     { name: 'typecheck bench/k6', argv: [node, bin('typescript/bin/tsc'), '--noEmit', '-p', 'bench/k6/tsconfig.json'] },
     { name: 'check:gen', argv: [node, 'scripts/gen-proto.mjs', '--check'] },
     { name: 'check:gen validators', argv: [node, 'scripts/gen-validators.mjs', '--check'] },
@@ -54,7 +57,7 @@ const checks = Promise.all(
   lanes.map(async (lane) => {
     for (const step of lane) {
       const ok = await run(step);
-      if (step === build) built(ok);
+      if (step === buildTests || !ok) built(ok);
       if (!ok) {
         failed.push(step.name);
         ava?.kill('SIGINT');
