@@ -120,8 +120,29 @@ test('starts that arrive a few per turn wait for the statement in flight and lea
     run: { id: randomUUID(), tenantId: 't', workflowId: randomUUID(), workflowName: 'w', workflowVersion: '1.0.0', manifest, input: {}, blackboard: {}, context: {}, depth: 0, ancestry: [], ownerNode: 'node-a', leaseMs: 30_000 },
     events: [{ type: 'WorkflowExecutionStarted', key: 'started', payload: {} }],
   });
+  // The first statement is held until every cohort has arrived: on a loaded machine the process can be descheduled
+  // between two turns for longer than a commit takes, and the statement in flight would then be gone before the next
+  // cohort came (6 statements in a run at load ~9), which says nothing about the writer.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let first = true;
+  const gated = new Proxy(db, {
+    get(target, prop, receiver) {
+      if (prop === 'query') {
+        return async (...args: Parameters<typeof db.query>) => {
+          if (first) {
+            first = false;
+            await held;
+          }
+          return target.query(...args);
+        };
+      }
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
   // Four statements may be in flight (the default): the old writer sent each cohort while a connection was free.
-  const writer = new StartWriter(db);
+  const writer = new StartWriter(gated);
   const COHORTS = 8;
   const PER = 3;
   const outcomes: Promise<unknown>[] = [];
@@ -130,6 +151,7 @@ test('starts that arrive a few per turn wait for the statement in flight and lea
     for (let i = 0; i < PER; i++) outcomes.push(writer.write(start()));
     await new Promise((r) => setImmediate(r));
   }
+  release();
   const all = await Promise.all(outcomes);
   t.is(all.filter((o) => typeof o === 'object' && o !== null && 'row' in o).length, COHORTS * PER);
   t.is(writer.stats.starts, COHORTS * PER);
