@@ -57,7 +57,8 @@ function rank(file) {
 export default {
   ...(COMPILED ? {} : { extensions: { ts: 'module' } }),
   // ORCH_FILE_TIMING=<file>: each worker appends its file's wall, CPU and exit delay there (scripts/ava-file-timing.cjs).
-  require: [...(COMPILED ? [] : ['tsx']), ...(process.env.ORCH_FILE_TIMING ? ['./scripts/ava-file-timing.cjs'] : [])],
+  // The watchdog ends a file that hangs (scripts/ava-file-watchdog.cjs).
+  require: [...(COMPILED ? [] : ['tsx']), './scripts/ava-file-watchdog.cjs', ...(process.env.ORCH_FILE_TIMING ? ['./scripts/ava-file-timing.cjs'] : [])],
   workerThreads: false,
   files,
   timeout: '3m',
