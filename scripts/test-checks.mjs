@@ -15,7 +15,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = (p) => path.join(root, 'node_modules', p);
 const node = process.execPath;
 
-const build = { name: 'build:dist --no-check', argv: [node, 'scripts/build.mjs', '--no-check'] };
+const build = { name: 'build:dist --no-check --if-stale', argv: [node, 'scripts/build.mjs', '--no-check', '--if-stale'] };
 // The test files compiled to .test-build/ (about a second), which ava's passes run (scripts/build-tests.mjs).
 const buildTests = { name: 'build:tests', argv: [node, 'scripts/build-tests.mjs'] };
 const lanes = [
