@@ -136,18 +136,18 @@ export class FsalService {
   // ---------------------------------------------------------------- operations
 
   lookup(caller: FsalCaller, req: LookupRequest): Promise<LookupResponse> {
-    return this.run(caller, 'lookup', req, 'meta', async (a, rel) => {
+    return this.run(caller, 'lookup', req, 'meta', undefined, async (a, rel) => {
       const info = await this.statOf(a, rel);
       return { handle: handleOf(info), attributes: this.attrs(info) };
     });
   }
 
   getAttr(caller: FsalCaller, req: GetAttrRequest): Promise<GetAttrResponse> {
-    return this.run(caller, 'getattr', req, 'meta', async (a, rel) => ({ attributes: this.attrs(await this.statOf(a, rel)) }));
+    return this.run(caller, 'getattr', req, 'meta', undefined, async (a, rel) => ({ attributes: this.attrs(await this.statOf(a, rel)) }));
   }
 
   readDir(caller: FsalCaller, req: ReadDirRequest): Promise<ReadDirResponse> {
-    return this.run(caller, 'readdir', req, 'meta', async (a, rel) => {
+    return this.run(caller, 'readdir', req, 'meta', undefined, async (a, rel) => {
       const dir = await this.statOf(a, rel);
       if (dir.type !== 'directory') throw fsalError('not_dir', `${volPath(rel)} is not a directory`);
       const all = await a.vols.listDir(a.volume.tenant_id, a.volume.id, volPath(rel));
@@ -159,7 +159,7 @@ export class FsalService {
   }
 
   read(caller: FsalCaller, req: ReadRequest): Promise<ReadResponse> {
-    return this.run(caller, 'read', req, 'read', async (a, rel, ev) => {
+    return this.run(caller, 'read', req, 'read', undefined, async (a, rel, ev) => {
       ev.offset = req.offset;
       const length = Math.min(req.length, this.maxRead);
       // One resolution of the path and one open handle: the bytes and the size for `eof` come from it.
@@ -171,8 +171,21 @@ export class FsalService {
     });
   }
 
+  /**
+   * A Write whose `applied` is called as soon as it has been done on disk or refused, before its StorageEvent is
+   * committed (the answer still waits for that commit): a stream of Writes applies the next one while this one's event
+   * commits, in order, and those events share commits (FsalStreamService.WriteStream, src/gateway/grpc/fsal-stream.ts).
+   */
+  writeInOrder(caller: FsalCaller, req: WriteRequest, applied: (ok: boolean) => void): Promise<WriteResponse> {
+    return this.writeWith(caller, req, applied);
+  }
+
   write(caller: FsalCaller, req: WriteRequest): Promise<WriteResponse> {
-    return this.run(caller, 'write', req, 'write', async (a, rel, ev) => {
+    return this.writeWith(caller, req);
+  }
+
+  private writeWith(caller: FsalCaller, req: WriteRequest, applied?: (ok: boolean) => void): Promise<WriteResponse> {
+    return this.run(caller, 'write', req, 'write', applied, async (a, rel, ev) => {
       ev.offset = req.offset;
       // No bytes: nothing is written and the file is marked modified now. The seed's FsalService has no SetAttr, so
       // this is what the FUSE mount's utimens (`touch`, tar, git's copy of a file's times) is made of; it is
@@ -195,7 +208,7 @@ export class FsalService {
   }
 
   create(caller: FsalCaller, req: CreateRequest): Promise<CreateResponse> {
-    return this.run(caller, 'create', req, 'write', async (a, rel) => {
+    return this.run(caller, 'create', req, 'write', undefined, async (a, rel) => {
       if (rel === '') throw fsalError('already_exists', '/ is the volume root');
       if (req.exclusive) {
         // The exclusive create (every create of the FUSE mount) is tried first: O_CREAT|O_EXCL under the volume's
@@ -225,7 +238,7 @@ export class FsalService {
   }
 
   remove(caller: FsalCaller, req: RemoveRequest): Promise<RemoveResponse> {
-    return this.run(caller, 'remove', req, 'write', async (a, rel, ev) => {
+    return this.run(caller, 'remove', req, 'write', undefined, async (a, rel, ev) => {
       if (rel === '') throw fsalError('is_dir', '/ is the volume root');
       const info = await this.statOf(a, rel);
       if (info.type === 'directory') throw fsalError('is_dir', `${volPath(rel)} is a directory (use RmDir)`);
@@ -236,7 +249,7 @@ export class FsalService {
   }
 
   rename(caller: FsalCaller, req: RenameRequest): Promise<RenameResponse> {
-    return this.run(caller, 'rename', req, 'write', async (a, rel, ev) => {
+    return this.run(caller, 'rename', req, 'write', undefined, async (a, rel, ev) => {
       const to = normalizeFsalPath(req.new_path, 'new_path');
       ev.new_path = volPath(to);
       if (a.execution.manifest) checkFsalPolicy(a.execution.manifest, a.mountPath, to, 'write');
@@ -254,7 +267,7 @@ export class FsalService {
   }
 
   mkDir(caller: FsalCaller, req: MkDirRequest): Promise<MkDirResponse> {
-    return this.run(caller, 'mkdir', req, 'write', async (a, rel) => {
+    return this.run(caller, 'mkdir', req, 'write', undefined, async (a, rel) => {
       if (rel === '') throw fsalError('already_exists', '/ is the volume root');
       await this.requireDir(a, parentOf(rel));
       if (await this.statOrUndefined(a, rel)) throw fsalError('already_exists', `${volPath(rel)} already exists`);
@@ -264,7 +277,7 @@ export class FsalService {
   }
 
   rmDir(caller: FsalCaller, req: RmDirRequest): Promise<RmDirResponse> {
-    return this.run(caller, 'rmdir', req, 'write', async (a, rel) => {
+    return this.run(caller, 'rmdir', req, 'write', undefined, async (a, rel) => {
       if (rel === '') throw fsalError('invalid', 'the volume root cannot be removed');
       const info = await this.statOf(a, rel);
       if (info.type !== 'directory') throw fsalError('not_dir', `${volPath(rel)} is not a directory`);
@@ -288,6 +301,7 @@ export class FsalService {
     operation: FsalOperation,
     req: { execution_id: string; volume_id: string; path: string },
     kind: Kind,
+    applied: ((ok: boolean) => void) | undefined,
     body: (a: Access, rel: string, ev: Partial<NewStorageEvent>) => Promise<T>,
   ): Promise<T> {
     if (!UUID.test(req.execution_id)) throw fsalError('invalid', 'execution_id must be a UUID');
@@ -311,12 +325,15 @@ export class FsalService {
         throw fromOsError(err, shownPath);
       });
       done = { ...ev, operation, volume_id: req.volume_id, execution_id: req.execution_id, tenant_id: tenantId, path: shownPath, status: 'OK' };
-      await this.events.add(done);
+      const committed = this.events.add(done);
+      applied?.(true);
+      await committed;
       return out;
     } catch (err) {
       // The call's own event not committed in time: it stays queued (committed when the database returns), the call
       // is refused UNAVAILABLE; no second event for the same call.
       if (done) throw err;
+      applied?.(false);
       const status = statusName(err);
       if (status === 'INTERNAL') this.log.error({ err, operation, volume: req.volume_id }, 'FSAL operation failed');
       const refusal = this.events.add({

@@ -6,6 +6,7 @@
 // docs/BENCHMARKS.md "FSAL ... (stop 28)"). The wire bytes are the same; only the allocation differs.
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import { FsalServiceService, ReadResponse, WriteRequest } from '../gen/orch/fsal/v1/fsal.js';
+import { FsalStreamServiceService } from '../gen/orch/fsal/v1/fsal_stream.js';
 
 /** The BinaryWriter fields the sized path sets (JavaScript properties; private only in its .d.ts). */
 interface WriterInternals {
@@ -79,6 +80,32 @@ export function decodeReadResponse(wire: Uint8Array): ReadResponse {
   return message;
 }
 
+function encodeWriteRequest(m: WriteRequest): Buffer {
+  return encodeSized(WriteRequest, m, m.data.length + overhead(m.execution_id, m.volume_id, m.path));
+}
+
+/** Marks a streamed request the decoder refused (FSAL_STREAM_DEFINITION): its handler answers INVALID_ARGUMENT. */
+export const UNDECODABLE = Symbol('undecodable');
+
+/**
+ * FsalStreamService (an orch extension, proto/orch/fsal/v1/fsal_stream.proto) with the Write request's sized encoder
+ * and viewing decoder. A request the decoder refuses (an offset past 2^53) becomes `{ [UNDECODABLE]: reason }`
+ * rather than ending the whole call INTERNAL inside grpc-js (as decodingSafely does for unary calls).
+ */
+export const FSAL_STREAM_DEFINITION: typeof FsalStreamServiceService = {
+  writeStream: {
+    ...FsalStreamServiceService.writeStream,
+    requestSerialize: encodeWriteRequest,
+    requestDeserialize: (bytes: Buffer): WriteRequest => {
+      try {
+        return decodeWriteRequest(bytes);
+      } catch (err) {
+        return { [UNDECODABLE]: err instanceof Error ? err.message : String(err) } as unknown as WriteRequest;
+      }
+    },
+  },
+};
+
 /**
  * FsalServiceService with sized serializers for Write requests (clients) and Read answers (the server), and
  * deserializers that view their payload in the received message (the server's Write requests, the clients' Read
@@ -88,7 +115,7 @@ export const FSAL_DEFINITION: typeof FsalServiceService = {
   ...FsalServiceService,
   write: {
     ...FsalServiceService.write,
-    requestSerialize: (m: WriteRequest): Buffer => encodeSized(WriteRequest, m, m.data.length + overhead(m.execution_id, m.volume_id, m.path)),
+    requestSerialize: encodeWriteRequest,
     requestDeserialize: decodeWriteRequest,
   },
   read: {

@@ -1,7 +1,7 @@
 // The FUSE daemon's side of FsalService: one client per mount, bound to its (execution, volume, tenant). Calls carry
 // the daemon's bearer token and `x-tenant-id` (a service account acting for the mount's tenant), so the node's
 // grpc_auth gate and the FSAL's ownership checks judge every kernel operation.
-import { Metadata, credentials, status, type Client, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, credentials, status, type Client, type ClientDuplexStream, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
 import {
   FsalServiceClient,
   type CreateResponse,
@@ -11,10 +11,11 @@ import {
   type MkDirResponse,
   type ReadDirResponse,
   type ReadResponse,
+  type WriteRequest,
   type WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
 import { FLOW_CONTROL_WINDOW } from '../gateway/grpc/server-options.ts';
-import { FSAL_DEFINITION as FsalServiceService } from '../fsal/wire.ts';
+import { FSAL_DEFINITION as FsalServiceService, FSAL_STREAM_DEFINITION } from '../fsal/wire.ts';
 
 export interface FsalTarget {
   execution_id: string;
@@ -63,9 +64,84 @@ export function errnoFor(err: unknown): string {
   return typeof code === 'string' && /^E[A-Z]+$/.test(code) ? code : 'EIO';
 }
 
+/** A refusal as the FUSE daemon sees it, from a gRPC error and its trailing `fsal-errno`. */
+function callError(err: ServiceError): FsalCallError {
+  const errno = err.metadata?.get('fsal-errno')[0];
+  return new FsalCallError(err.code, err.details, typeof errno === 'string' ? errno : undefined);
+}
+
+/**
+ * The Writes of one path over one FsalStreamService.WriteStream call (an orch extension beside FsalService): each
+ * write() is sent at once and settles with its own answer, in order. The service applies them one after the other
+ * and ends the call at the first refusal, so that refusal rejects the Write it belongs to and every Write sent after
+ * it (which the service did not apply). A Write unanswered for the connection's timeout cancels the call
+ * (ETIMEDOUT), as a unary call's deadline does.
+ */
+export class FsalWriteStream {
+  private readonly pending: { resolve(res: WriteResponse): void; reject(err: unknown): void }[] = [];
+  private failure: FsalCallError | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly call: ClientDuplexStream<WriteRequest, WriteResponse>,
+    private readonly timeoutMs: number,
+  ) {
+    call.on('data', (res: WriteResponse) => {
+      this.pending.shift()?.resolve(res);
+      this.arm();
+    });
+    call.on('error', (err: ServiceError) => this.fail(this.failure ?? callError(err)));
+    // The call ended OK with Writes unanswered: not something the service does; they are not known to be written.
+    call.on('status', () => this.fail(new FsalCallError(status.INTERNAL, 'the write stream ended before answering every Write', 'EIO')));
+  }
+
+  /** Whether a write() now would be sent (the call has not failed). */
+  get open(): boolean {
+    return this.failure === undefined;
+  }
+
+  write(request: WriteRequest): Promise<WriteResponse> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      this.call.write(request);
+      if (this.pending.length === 1) this.arm();
+    });
+  }
+
+  /** Ends the call once every Write is answered (the caller waits for them first). */
+  end(): void {
+    if (this.failure === undefined) this.call.end();
+    this.failure ??= new FsalCallError(status.CANCELLED, 'the write stream was ended', 'EIO');
+    this.disarm();
+  }
+
+  private arm(): void {
+    this.disarm();
+    if (this.pending.length === 0 || this.failure) return;
+    this.timer = setTimeout(() => {
+      this.fail(new FsalCallError(status.DEADLINE_EXCEEDED, `a streamed Write was not answered in ${this.timeoutMs} ms`, 'ETIMEDOUT'));
+      this.call.cancel();
+    }, this.timeoutMs);
+  }
+
+  private disarm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private fail(err: FsalCallError): void {
+    this.failure ??= err;
+    this.disarm();
+    for (const p of this.pending.splice(0)) p.reject(this.failure);
+  }
+}
+
 export class FsalRemote {
   private readonly client: Client;
   private readonly timeoutMs: number;
+  /** False once the node answered FsalStreamService UNIMPLEMENTED (an older node): Writes go as unary calls. */
+  streams = true;
 
   constructor(
     conn: FsalConnection,
@@ -95,10 +171,8 @@ export class FsalRemote {
         this.metadata,
         { deadline: Date.now() + this.timeoutMs },
         (err: ServiceError | null, value?: Res) => {
-          if (err) {
-            const errno = err.metadata?.get('fsal-errno')[0];
-            reject(new FsalCallError(err.code, err.details, typeof errno === 'string' ? errno : undefined));
-          } else resolve(value as Res);
+          if (err) reject(callError(err));
+          else resolve(value as Res);
         },
       );
     });
@@ -128,6 +202,17 @@ export class FsalRemote {
 
   write(path: string, offset: number, data: Buffer): Promise<WriteResponse> {
     return this.call(FsalServiceService.write, { ...this.ids(path), offset, data });
+  }
+
+  /** A stream for the Writes of `path` (FsalWriteStream), sent in order over one call. */
+  writeStream(): FsalWriteStream {
+    const m = FSAL_STREAM_DEFINITION.writeStream;
+    return new FsalWriteStream(this.client.makeBidiStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, this.metadata, {}), this.timeoutMs);
+  }
+
+  /** The request of a Write of `path` (for writeStream's write()). */
+  writeRequest(path: string, offset: number, data: Buffer): WriteRequest {
+    return { ...this.ids(path), offset, data };
   }
 
   create(path: string, mode: number, exclusive: boolean): Promise<CreateResponse> {

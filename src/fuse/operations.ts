@@ -14,7 +14,8 @@ import { constants as os } from 'node:os';
 import type { FileAttributes } from '../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../logging/logger.ts';
 import type { FuseOperations, FuseStats } from './binding.ts';
-import { errnoFor, type FsalRemote } from './fsal-client.ts';
+import { status } from '@grpc/grpc-js';
+import { errnoFor, FsalCallError, type FsalRemote, type FsalWriteStream } from './fsal-client.ts';
 
 /** Largest Write sent in one FSAL call, and the size of a write-behind buffer. */
 const CHUNK = 1024 * 1024;
@@ -110,8 +111,19 @@ class WriteBehind {
   private buf: Buffer | undefined;
   private start = 0;
   private len = 0;
+  /** Settles once every Write shipped so far is answered (or refused). */
   private chain: Promise<void> = Promise.resolve();
+  /**
+   * Settles once the last unary Write shipped is answered: a streamed Write is sent only after it, so the FSAL applies
+   * the path's Writes in the order shipped whichever way each goes.
+   */
+  private unaryTail: Promise<void> = Promise.resolve();
+  /** Unary Writes replaying streamed ones the node did not take (UNIMPLEMENTED), in order. */
+  private replay: Promise<void> = Promise.resolve();
+  private stream: FsalWriteStream | undefined;
   private queued = 0;
+  /** Writers waiting for the bytes in flight to fall under WRITE_BEHIND_MAX. */
+  private waiters: (() => void)[] = [];
   private error: unknown;
   /** A whole CHUNK of this path was buffered: it is a large file, give it CHUNK-sized buffers from now on. */
   private filled = false;
@@ -156,14 +168,14 @@ class WriteBehind {
         this.ship();
       }
     }
-    while (this.queued > WRITE_BEHIND_MAX) await this.chain;
+    // Room is made as each Write is answered (not only once all are: streamed Writes keep the line full).
+    while (this.queued > WRITE_BEHIND_MAX) await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.raise();
   }
 
   /** Sends what is buffered and waits for every Write of the path; throws the first refusal (once). */
   async flush(): Promise<void> {
-    this.ship();
-    await this.chain;
+    await this.drained();
     this.raise();
   }
 
@@ -171,6 +183,11 @@ class WriteBehind {
   async drained(): Promise<void> {
     this.ship();
     await this.chain;
+    // Every Write answered: the path's stream, if any, ends (a close ends it; the next large write opens another).
+    if (this.queued === 0 && this.stream) {
+      this.stream.end();
+      this.stream = undefined;
+    }
   }
 
   private ship(): void {
@@ -180,20 +197,46 @@ class WriteBehind {
     this.buf = undefined;
     this.len = 0;
     this.queued += data.length;
-    this.chain = this.chain.then(async () => {
-      try {
-        // After a refusal nothing more is sent: the kernel hears of it at the next write, flush or fsync.
+    // A large file's Writes go over one stream (FsalStreamService.WriteStream, an orch extension): each is sent while
+    // the one before is applied, and still whole or refused, in order. A small file's single Write goes as a unary
+    // FsalService Write (a stream would cost it a call of its own and more).
+    const done = this.filled && this.remote.streams ? this.streamed(at, data) : (this.unaryTail = this.chain.then(() => this.unary(at, data)));
+    const settled = done
+      .catch((err: unknown) => {
+        // The first refusal is the one the kernel hears of; the Writes streamed after it were not applied.
         if (this.error === undefined) {
-          const res = await this.remote.write(this.path, at, data);
-          if (res.attributes) this.written(res.attributes);
+          this.error = err;
+          this.refused();
         }
-      } catch (err) {
-        this.error = err;
-        this.refused();
-      } finally {
+      })
+      .finally(() => {
         this.queued -= data.length;
-      }
-    });
+        for (const w of this.waiters.splice(0)) w();
+      });
+    this.chain = Promise.all([this.chain, settled]).then(() => undefined);
+  }
+
+  /** A unary FsalService Write, unless an earlier Write of the path was refused (then nothing more is sent). */
+  private async unary(at: number, data: Buffer): Promise<void> {
+    if (this.error !== undefined) return;
+    const res = await this.remote.write(this.path, at, data);
+    if (res.attributes) this.written(res.attributes);
+  }
+
+  /** A Write over the path's stream, sent once the unary Writes before it are answered. */
+  private async streamed(at: number, data: Buffer): Promise<void> {
+    await this.unaryTail;
+    if (this.error !== undefined) return;
+    if (!this.stream?.open) this.stream = this.remote.writeStream();
+    try {
+      const res = await this.stream.write(this.remote.writeRequest(this.path, at, data));
+      if (res.attributes) this.written(res.attributes);
+    } catch (err) {
+      if (!(err instanceof FsalCallError && err.code === status.UNIMPLEMENTED)) throw err;
+      // A node without the stream applied none of them: the same Writes go as unary calls, in order.
+      this.remote.streams = false;
+      await (this.replay = this.replay.then(() => this.unary(at, data)));
+    }
   }
 
   private raise(): void {

@@ -1,0 +1,86 @@
+// FsalStreamService.WriteStream (proto/orch/fsal/v1/fsal_stream.proto, an orch extension beside the seed's
+// FsalService): the Writes of one file as one bidi stream. A unary Write of 1 MiB cost grpc-js a call's set-up and
+// teardown and the round trip before the next could start; over one stream the next message is on its way while
+// this one is written, and its StorageEvent commits with its neighbours' (docs/BENCHMARKS.md, stop 36).
+//
+// Each message is FsalService.write, unchanged: authorization (the 1 s access cache), policy, access mode, exact
+// quota, a StorageEvent. The messages are applied strictly one after the other, in the order received, so a file
+// written through one stream is always a prefix of what was sent (test/fuse/crash.test.ts), and answered in that
+// order once each one's event is committed. The first refusal (or a failed commit) ends the call with its status
+// and `fsal-errno`; no message after it is applied.
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import { errnoOf } from '../../fsal/errors.ts';
+import type { FsalCaller, FsalService } from '../../fsal/service.ts';
+import { UNDECODABLE } from '../../fsal/wire.ts';
+import type { FsalStreamServiceServer } from '../../gen/orch/fsal/v1/fsal_stream.js';
+import type { WriteRequest, WriteResponse } from '../../gen/orch/fsal/v1/fsal.js';
+import type { Logger } from '../../logging/logger.ts';
+import { Errors, OrchError } from '../../errors/catalog.ts';
+import { findPrincipal } from './auth.ts';
+import { isServerFault, toGrpcError } from './errors.ts';
+import { FSAL_ERRNO_METADATA_KEY } from './fsal-handlers.ts';
+
+type Decoded = WriteRequest | { [UNDECODABLE]: string };
+
+export function fsalStreamHandlers(fsal: FsalService, logger: Logger): FsalStreamServiceServer {
+  const log = logger.child({ component: 'grpc-fsal-stream' });
+  return {
+    writeStream(call: ServerDuplexStream<WriteRequest, WriteResponse>): void {
+      const principal = findPrincipal(call);
+      const caller: FsalCaller = principal ? { tenantId: principal.tenantId } : {};
+      // `applying`: the previous message done on disk or refused; `answering`: its answer sent.
+      let applying: Promise<boolean> = Promise.resolve(true);
+      let answering: Promise<void> = Promise.resolve();
+      let ended = false;
+      const fail = (err: unknown): void => {
+        if (ended) return;
+        ended = true;
+        if (isServerFault(err)) log.error({ err }, 'FSAL write stream failed');
+        const out = toGrpcError(err);
+        const errno = errnoOf(err);
+        if (errno) out.metadata?.set(FSAL_ERRNO_METADATA_KEY, errno);
+        call.emit('error', out);
+      };
+      call.on('data', (msg: Decoded) => {
+        if (ended) return;
+        const before = applying;
+        let answer!: Promise<WriteResponse>;
+        applying = before.then(
+          (ok) =>
+            new Promise<boolean>((resolve) => {
+              // After a refusal nothing more of the stream is applied.
+              if (!ok || ended) return resolve(false);
+              if (UNDECODABLE in msg) {
+                answer = Promise.reject(new OrchError(Errors.BAD_REQUEST, `request could not be decoded: ${msg[UNDECODABLE]}`));
+                return resolve(false);
+              }
+              answer = fsal.writeInOrder(caller, msg, resolve);
+              // A refusal before the Write was tried (ids, an outage's queue limit) never calls `resolve`.
+              answer.catch(() => resolve(false));
+            }),
+        );
+        const mine = applying;
+        answering = answering.then(async () => {
+          if (!(await mine) && answer === undefined) return;
+          try {
+            const res = await answer;
+            if (!ended) call.write(res);
+          } catch (err) {
+            fail(err);
+          }
+        });
+      });
+      call.on('end', () => {
+        // never-rejects: every step of `answering` catches its own failure.
+        void answering.then(() => {
+          if (ended) return;
+          ended = true;
+          call.end();
+        });
+      });
+      call.on('error', () => {
+        ended = true;
+      });
+    },
+  };
+}
