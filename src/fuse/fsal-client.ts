@@ -15,7 +15,7 @@ import {
   type WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
 import { FLOW_CONTROL_WINDOW } from '../gateway/grpc/server-options.ts';
-import { FSAL_DEFINITION as FsalServiceService, FSAL_STREAM_DEFINITION } from '../fsal/wire.ts';
+import { FSAL_DEFINITION as FsalServiceService, FSAL_STREAM_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../fsal/wire.ts';
 
 export interface FsalTarget {
   execution_id: string;
@@ -83,7 +83,7 @@ export class FsalWriteStream {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly call: ClientDuplexStream<WriteRequest, WriteResponse>,
+    private readonly call: ClientDuplexStream<WriteRequest | Buffer, WriteResponse>,
     private readonly timeoutMs: number,
   ) {
     call.on('data', (res: WriteResponse) => {
@@ -100,7 +100,8 @@ export class FsalWriteStream {
     return this.failure === undefined;
   }
 
-  write(request: WriteRequest): Promise<WriteResponse> {
+  /** A Write request, or one encoded already (writeRequestInPlace). */
+  write(request: WriteRequest | Buffer): Promise<WriteResponse> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       this.pending.push({ resolve, reject });
@@ -207,12 +208,24 @@ export class FsalRemote {
   /** A stream for the Writes of `path` (FsalWriteStream), sent in order over one call. */
   writeStream(): FsalWriteStream {
     const m = FSAL_STREAM_DEFINITION.writeStream;
-    return new FsalWriteStream(this.client.makeBidiStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, this.metadata, {}), this.timeoutMs);
+    // Its serializer also takes a request encoded already (a Buffer, writeRequestInPlace).
+    const serialize = m.requestSerialize as (value: WriteRequest | Buffer) => Buffer;
+    return new FsalWriteStream(this.client.makeBidiStreamRequest(m.path, serialize, m.responseDeserialize, this.metadata, {}), this.timeoutMs);
   }
 
   /** The request of a Write of `path` (for writeStream's write()). */
   writeRequest(path: string, offset: number, data: Buffer): WriteRequest {
     return { ...this.ids(path), offset, data };
+  }
+
+  /** Bytes to keep before a Write's data for writeEncoded. */
+  writeRoom(path: string): number {
+    return writeHeaderRoom(this.ids(path));
+  }
+
+  /** The Write of `room[at, at + length)` at `offset` of `path`, encoded in place (the room before `at` is used). */
+  writeEncoded(path: string, offset: number, room: Buffer, at: number, length: number): Buffer {
+    return writeRequestInPlace({ ...this.ids(path), offset }, room, at, length);
   }
 
   create(path: string, mode: number, exclusive: boolean): Promise<CreateResponse> {

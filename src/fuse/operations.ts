@@ -109,6 +109,14 @@ const LONE_READ = 128 * 1024;
 /** The write-behind queue of one path. */
 class WriteBehind {
   private buf: Buffer | undefined;
+  /**
+   * A large file's buffer is the data part of `raw`, after `room` bytes where its Write request's other fields are
+   * encoded at ship (writeEncoded): the buffer is sent as it is. Such buffers are reused once their Write is answered
+   * (`free`, at most what may be in flight), so a long `dd` allocates a handful rather than one per MiB.
+   */
+  private raw: Buffer | undefined;
+  private readonly room: number;
+  private readonly free: Buffer[] = [];
   private start = 0;
   private len = 0;
   /** Settles once every Write shipped so far is answered (or refused). */
@@ -135,7 +143,9 @@ class WriteBehind {
     private readonly written: (attributes: FileAttributes) => void,
     /** A Write was refused: bytes the kernel was told were written are not in the file. */
     private readonly refused: () => void = () => undefined,
-  ) {}
+  ) {
+    this.room = remote.writeRoom(path);
+  }
 
   idle(): boolean {
     return this.queued === 0 && this.len === 0 && this.error === undefined;
@@ -150,12 +160,16 @@ class WriteBehind {
         const bigger = Buffer.allocUnsafe(Math.min(CHUNK, this.buf.length * 2));
         this.buf.copy(bigger, 0, 0, this.len);
         this.buf = bigger;
+        this.raw = undefined;
       }
       if (!this.buf || pos + done !== this.start + this.len || this.len === this.buf.length) {
         this.ship();
         // Most files are small: a new buffer starts at what this write needs (at least FIRST_BUFFER) unless the path
         // has filled a whole CHUNK already. A 1 MiB buffer per file made a checkout's writes mostly garbage.
-        this.buf = Buffer.allocUnsafe(this.filled ? CHUNK : Math.min(CHUNK, Math.max(FIRST_BUFFER, len - done)));
+        if (this.filled && this.remote.streams) {
+          this.raw = this.free.pop() ?? Buffer.allocUnsafe(this.room + CHUNK);
+          this.buf = this.raw.subarray(this.room, this.room + CHUNK);
+        } else this.buf = Buffer.allocUnsafe(this.filled ? CHUNK : Math.min(CHUNK, Math.max(FIRST_BUFFER, len - done)));
         this.start = pos + done;
         this.len = 0;
       }
@@ -194,13 +208,15 @@ class WriteBehind {
     if (!this.buf || this.len === 0) return;
     const data = this.buf.subarray(0, this.len);
     const at = this.start;
+    const raw = this.raw;
     this.buf = undefined;
+    this.raw = undefined;
     this.len = 0;
     this.queued += data.length;
     // A large file's Writes go over one stream (FsalStreamService.WriteStream, an orch extension): each is sent while
     // the one before is applied, and still whole or refused, in order. A small file's single Write goes as a unary
     // FsalService Write (a stream would cost it a call of its own and more).
-    const done = this.filled && this.remote.streams ? this.streamed(at, data) : (this.unaryTail = this.chain.then(() => this.unary(at, data)));
+    const done = this.filled && this.remote.streams ? this.streamed(at, data, raw) : (this.unaryTail = this.chain.then(() => this.unary(at, data)));
     const settled = done
       .catch((err: unknown) => {
         // The first refusal is the one the kernel hears of; the Writes streamed after it were not applied.
@@ -224,13 +240,16 @@ class WriteBehind {
   }
 
   /** A Write over the path's stream, sent once the unary Writes before it are answered. */
-  private async streamed(at: number, data: Buffer): Promise<void> {
+  private async streamed(at: number, data: Buffer, raw: Buffer | undefined): Promise<void> {
     await this.unaryTail;
     if (this.error !== undefined) return;
     if (!this.stream?.open) this.stream = this.remote.writeStream();
     try {
-      const res = await this.stream.write(this.remote.writeRequest(this.path, at, data));
+      const request = raw ? this.remote.writeEncoded(this.path, at, raw, this.room, data.length) : this.remote.writeRequest(this.path, at, data);
+      const res = await this.stream.write(request);
       if (res.attributes) this.written(res.attributes);
+      // Answered: grpc-js framed (copied) the request long before; the buffer may hold the next MiB.
+      if (raw && this.free.length < WRITE_BEHIND_MAX / CHUNK + 1) this.free.push(raw);
     } catch (err) {
       if (!(err instanceof FsalCallError && err.code === status.UNIMPLEMENTED)) throw err;
       // A node without the stream applied none of them: the same Writes go as unary calls, in order.
