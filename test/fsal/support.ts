@@ -81,7 +81,8 @@ export interface FsalFixture {
   close(): Promise<void>;
 }
 
-export async function fsalFixture(): Promise<FsalFixture> {
+/** `writeStream: false` leaves FsalStreamService out (UNIMPLEMENTED), as an older node serves it. */
+export async function fsalFixture(o: { writeStream?: boolean } = {}): Promise<FsalFixture> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-fsal-'));
   const tdb: TestDatabase = await createTestDatabase({ migrated: true });
   const db = await openDb({ url: tdb.url, dataDir, poolSize: 20 }, silentLogger());
@@ -90,7 +91,7 @@ export async function fsalFixture(): Promise<FsalFixture> {
   const fsal = new FsalService({ db, volumes, bus, logger: silentLogger(), squash: SQUASH });
   const idp = await makeTestIdp();
   const authenticator = createJwtAuthenticator({ jwks: idp.jwks, issuer: idp.issuer, audience: idp.audience });
-  const server = createRuntimeServer({ fsal: fsalHandlers(fsal, silentLogger()), fsalStream: fsalStreamHandlers(fsal, silentLogger()), auth: { enabled: true, authenticator }, logger: silentLogger() });
+  const server = createRuntimeServer({ fsal: fsalHandlers(fsal, silentLogger()), ...(o.writeStream === false ? {} : { fsalStream: fsalStreamHandlers(fsal, silentLogger()) }), auth: { enabled: true, authenticator }, logger: silentLogger() });
   const running: RunningGrpcServer = await startGrpcServer(server, '127.0.0.1', 0);
   const address = `127.0.0.1:${running.port}`;
   const client = new FsalServiceClient(address, credentials.createInsecure(), {

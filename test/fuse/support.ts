@@ -35,8 +35,8 @@ export interface MountedVolume {
 }
 
 /** An execution's volume of `limit` bytes, mounted through the FUSE binding; everything is undone at teardown. */
-export async function mountedVolume(t: ExecutionContext, o: { limit?: number; operations?: FsalOperationsOptions } = {}): Promise<MountedVolume> {
-  const f = await fsalFixture();
+export async function mountedVolume(t: ExecutionContext, o: { limit?: number; operations?: FsalOperationsOptions; writeStream?: boolean } = {}): Promise<MountedVolume> {
+  const f = await fsalFixture(o.writeStream === undefined ? {} : { writeStream: o.writeStream });
   const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-'));
   const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
   const mounts = new MountManager({
