@@ -3,7 +3,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { FsalServiceService, ReadResponse, WriteRequest } from '../../src/gen/orch/fsal/v1/fsal.js';
-import { encodeSized, FSAL_DEFINITION } from '../../src/fsal/wire.ts';
+import { encodeSized, FSAL_DEFINITION, FSAL_STREAM_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../../src/fsal/wire.ts';
 
 const write: WriteRequest = {
   execution_id: '6f1c1f8e-4a53-4a0e-9d36-8f5f8a1b2c3d',
@@ -64,4 +64,17 @@ test('the viewing decoders read what the generated ones do: defaults, unknown fi
   for (const wire of reads) t.deepEqual(FSAL_DEFINITION.read.responseDeserialize(wire), FsalServiceService.read.responseDeserialize(wire));
   t.throws(() => FSAL_DEFINITION.write.requestDeserialize(Buffer.from([0x2a, 0x10, 1])), undefined, 'a truncated payload is refused, as the generated decoder refuses it');
   t.throws(() => FsalServiceService.write.requestDeserialize(Buffer.from([0x2a, 0x10, 1])));
+});
+
+test('a Write request encoded in place before its data (the FUSE write-behind): the same bytes as the generated encoder', (t) => {
+  for (const m of [write, { ...write, offset: 0 }, { ...write, path: '', data: randomBytes(10) }]) {
+    const room = writeHeaderRoom(m);
+    const raw = Buffer.alloc(room + m.data.length + 100, 0xee);
+    Buffer.from(m.data).copy(raw, room);
+    const inPlace = writeRequestInPlace(m, raw, room, m.data.length);
+    t.true(inPlace.equals(Buffer.from(WriteRequest.encode(m).finish())));
+    t.is(inPlace.buffer, raw.buffer, 'no copy: a view of the write-behind buffer');
+    t.true(FSAL_STREAM_DEFINITION.writeStream.requestSerialize(inPlace as unknown as WriteRequest).equals(inPlace), 'the stream serializer sends it as it is');
+  }
+  t.throws(() => writeRequestInPlace(write, Buffer.alloc(10 + write.data.length), 10, write.data.length), { message: /does not fit/ });
 });
