@@ -52,6 +52,8 @@ export function fsalStreamHandlers(fsal: FsalService, logger: Logger): FsalStrea
               if (!ok || ended) return resolve(false);
               if (UNDECODABLE in msg) {
                 answer = Promise.reject(new OrchError(Errors.BAD_REQUEST, `request could not be decoded: ${msg[UNDECODABLE]}`));
+                // Handled in its turn below (which may come later than the process's unhandled-rejection check).
+                answer.catch(() => undefined);
                 return resolve(false);
               }
               answer = fsal.writeInOrder(caller, msg, resolve);
@@ -78,7 +80,11 @@ export function fsalStreamHandlers(fsal: FsalService, logger: Logger): FsalStrea
           call.end();
         });
       });
+      // The client went away (cancelled, its deadline): apply nothing more of what it sent.
       call.on('error', () => {
+        ended = true;
+      });
+      call.on('cancelled', () => {
         ended = true;
       });
     },
