@@ -72,7 +72,9 @@ export class ActorRuntime {
     const kind = this.kinds.get(kindName);
     const supervisor = this.supervisors.get(kindName);
     if (!kind || !supervisor) throw new Error(`unknown actor kind ${kindName}`);
-    const log = this.logger.child({ actor: kindName, key });
+    // The actor's child logger, made on first use (only faults log here; a pino child costs its bindings' redaction).
+    let actorLog: Logger | undefined;
+    const log = (): Logger => (actorLog ??= this.logger.child({ actor: kindName, key }));
     const entry: LiveActor = { ref: undefined as unknown as Ref<ActorMessage>, timers: new Set(), stopped: false, early: [], inOutage: false };
     const clearTimers = (): void => {
       for (const t of entry.timers) clearTimeout(t);
@@ -112,7 +114,7 @@ export class ActorRuntime {
           try {
             await state.behaviour?.shutdown?.();
           } catch (err) {
-            log.error({ err }, 'shutdown step failed');
+            log().error({ err }, 'shutdown step failed');
           }
           (msg as ShutdownMessage).done();
           return state;
@@ -120,7 +122,7 @@ export class ActorRuntime {
         if (!state.behaviour) {
           // Between a crash and the (backed-off) recovery: kept for the recovered behaviour.
           if (entry.early.length < MAX_EARLY_MESSAGES) entry.early.push(msg);
-          else log.warn({ msg: msg.type }, 'message before recovery; too many waiting, dropped');
+          else log().warn({ msg: msg.type }, 'message before recovery; too many waiting, dropped');
           return state;
         }
         await state.behaviour.handle(msg);
@@ -136,7 +138,7 @@ export class ActorRuntime {
           if (verdict.action === 'restart') {
             // The first crash of a streak at warn; the rest of an outage at debug, so a long outage does not flood.
             const level = verdict.crashes === 1 || !verdict.outage ? 'warn' : 'debug';
-            log[level]({ err, delayMs: verdict.delayMs, crashes: verdict.crashes, outage: verdict.outage }, 'actor crashed; restarting from its row after a backoff');
+            log()[level]({ err, delayMs: verdict.delayMs, crashes: verdict.crashes, outage: verdict.outage }, 'actor crashed; restarting from its row after a backoff');
             entry.inOutage = verdict.outage;
             let restarted = false;
             // Once only: the backoff timer and a wake-up (the dependency is back) may both call it.
@@ -154,15 +156,15 @@ export class ActorRuntime {
             if (verdict.outage) this.outageRestarts.set(id, restart);
             return ctx.reset;
           }
-          log.error({ err, crashes: verdict.crashes, failingForMs: verdict.failingForMs }, 'actor crashed repeatedly; giving up');
+          log().error({ err, crashes: verdict.crashes, failingForMs: verdict.failingForMs }, 'actor crashed repeatedly; giving up');
           entry.stopped = true;
           entry.early.length = 0;
           this.live.delete(id);
           this.crashes.forget(id);
           const reason = `actor crashed ${verdict.crashes} times in ${Math.round(verdict.failingForMs / 1000)} s: ${err?.message ?? 'unknown error'}`;
           // Recording the failure is a database write: waited out through an outage, until shutdown.
-          retryThroughOutage(() => kind.giveUp(key, reason), { signal: this.closed.signal, logger: log, what: 'record give-up' })
-            .catch((e: unknown) => log.error({ err: e }, 'recording give-up failed'));
+          retryThroughOutage(() => kind.giveUp(key, reason), { signal: this.closed.signal, logger: log(), what: 'record give-up' })
+            .catch((e: unknown) => log().error({ err: e }, 'recording give-up failed'));
           return ctx.stop;
         },
       },

@@ -52,7 +52,9 @@ export abstract class LeasedRowBehaviour<R extends LeasedRow> implements Behavio
   private fence: RowFence | undefined;
   private abort: AbortController | undefined;
   private running: Promise<void> | undefined;
-  protected readonly log: Logger;
+  /** The actor's child logger (log), made on first use: most rows' work never logs here, and a pino child serializes
+   * and redacts its bindings when made (issue 16). */
+  private actorLog: Logger | undefined;
 
   constructor(
     private readonly table: LeasedTable,
@@ -60,7 +62,10 @@ export abstract class LeasedRowBehaviour<R extends LeasedRow> implements Behavio
     private readonly labels: LeasedRowLabels,
     protected readonly actor: ActorHandle<LeasedRowMessage>,
   ) {
-    this.log = ls.logger.child({ actor: actor.kind, [labels.logKey]: actor.key });
+  }
+
+  protected get log(): Logger {
+    return (this.actorLog ??= this.ls.logger.child({ actor: this.actor.kind, [this.labels.logKey]: this.actor.key }));
   }
 
   /** Runs the row's work to its end; rejects with a hand-over error (isHandOver) when the row stops being ours. */
