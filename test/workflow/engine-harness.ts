@@ -5,7 +5,7 @@ import type { ExecutionContext } from 'ava';
 import { randomBytes } from 'node:crypto';
 import { ActorRuntime } from '../../src/actors/runtime.ts';
 import { MemoryBus } from '../../src/bus/memory.ts';
-import { silentLogger } from '../../src/logging/logger.ts';
+import { silentLogger, type Logger } from '../../src/logging/logger.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
@@ -62,6 +62,8 @@ export async function startEngine(
     parkAfterMs?: number;
     /** The step writer's options (src/workflow/engine/writer.ts WriterOptions). */
     writer?: WriterOptions;
+    /** The engine's logger (default: a silent one). */
+    logger?: Logger;
   } = {},
 ): Promise<EngineHarness> {
   let url = o.db?.url;
@@ -70,7 +72,7 @@ export async function startEngine(
     t.teardown(() => tdb.drop());
     url = tdb.url;
   }
-  const logger = silentLogger();
+  const logger = o.logger ?? silentLogger();
   let db: Db;
   if (o.pglite) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'orch-wf-pglite-'));

@@ -11,7 +11,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { openPg } from '../../src/storage/pg.ts';
 import type { Queryable } from '../../src/storage/db.ts';
 import { WorkflowHistory, workflowStream } from '../../src/workflow/engine/events.ts';
-import { RecentWorkflowEvents } from '../../src/workflow/engine/recent-events.ts';
+import { KEEP_ENDED_MS, RecentWorkflowEvents } from '../../src/workflow/engine/recent-events.ts';
 import { raceManifest } from '../../bench/workflow-race.ts';
 import { createTestDatabase } from '../support/pg.ts';
 import { startTestNode } from '../support/in-process-node.ts';
@@ -122,6 +122,18 @@ test('bounded: the oldest stream is forgotten past maxStreams, an ended one afte
   recent.record(ev(e, 1));
   (recent.read(workflowStream(e), 1, 10, true)![0]!.payload as { n: number }).n = 99;
   t.deepEqual(recent.read(workflowStream(e), 1, 10, true)![0]!.payload, { n: 1 });
+});
+
+test('by default an ended run is kept KEEP_ENDED_MS (2 s), not longer: a later subscriber reads the database', async (t) => {
+  t.is(KEEP_ENDED_MS, 2_000);
+  const recent = new RecentWorkflowEvents();
+  const a = randomUUID();
+  recent.record(ev(a, 1));
+  recent.record(ev(a, 2, 'WorkflowExecutionCompleted'));
+  t.is(recent.read(workflowStream(a), 1, 10, false)?.length, 2, 'right after its end: from memory');
+  await new Promise((r) => setTimeout(r, KEEP_ENDED_MS + 200));
+  recent.record(ev(randomUUID(), 1)); // pruning happens on the next record
+  t.is(recent.read(workflowStream(a), 1, 10, false), undefined, 'gone once KEEP_ENDED_MS passed');
 });
 
 test('on a real node the SSE stream of a run started here is the same as its logs from the database; errors stay JSON', async (t) => {

@@ -12,9 +12,18 @@ export interface RecentEventsOptions {
   maxStreams?: number;
   /** Events held per stream at most; a longer stream is forgotten (its later readers query the database). */
   maxEvents?: number;
-  /** How long an ended run's events stay, ms. */
+  /** How long an ended run's events stay, ms (default KEEP_ENDED_MS). */
   keepEndedMs?: number;
 }
+
+/**
+ * How long an ended run's events stay by default: long enough for the subscriber this is for (a stream opened right
+ * after `POST run`, which a run of built-ins can outrun); a later one reads the database. Not longer: every event
+ * kept outlives the young generation and is promoted, and at 30 s a busy node held the last 5,000 runs' events
+ * (~110,000 objects) in the old generation (issue 16: at c = 64 over HTTP, 61 scavenges and a major GC per 2,000
+ * runs at 25 ms each, against 49 and none with 2 s; docs/BENCHMARKS.md stop 36).
+ */
+export const KEEP_ENDED_MS = 2_000;
 
 export class RecentWorkflowEvents {
   private readonly streams = new Map<string, BusEvent[]>();
@@ -27,7 +36,7 @@ export class RecentWorkflowEvents {
   constructor(o: RecentEventsOptions = {}) {
     this.maxStreams = o.maxStreams ?? 5_000;
     this.maxEvents = o.maxEvents ?? 500;
-    this.keepEndedMs = o.keepEndedMs ?? 30_000;
+    this.keepEndedMs = o.keepEndedMs ?? KEEP_ENDED_MS;
   }
 
   /** `bus`, with every workflow event published through it recorded first (before any subscriber can see it). */
