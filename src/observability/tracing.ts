@@ -42,9 +42,15 @@ export function unrecordedParent(): Span | undefined {
  * (issue 16: a workflow run's span and its state spans were ~5 % of the node's busy time at c = 64 with tracing
  * off); log lines inside then carry the parent's span_id, which is the trace's last real span anyway.
  */
-export async function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
+export function inSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
   const parent = unrecordedParent();
-  if (parent) return fn(parent);
+  if (parent) {
+    try {
+      return fn(parent);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
   return tracer().startActiveSpan(name, { kind, attributes }, async (span) => {
     try {
       return await fn(span);
