@@ -25,6 +25,7 @@ import { StorageProvisionError, type WorkflowStorageIds } from './storage.ts';
 import { inWorkflowRunSpan, inWorkflowStateSpan, workflowFinished } from '../../observability/runs.ts';
 import { isBuiltinCommand } from '../states/system.ts';
 import { blackboardPatch, PATCH_MIN_BYTES } from './blackboard-patch.ts';
+import { isoNow } from '../../util/iso-now.ts';
 
 const DEFAULT_STATE_TIMEOUT_S = 300;
 /** The safety-net poll of a waiting run (spec.workflow.poll_seconds). */
@@ -425,7 +426,7 @@ export class WorkflowRun {
     if (result.contextPatch) s.context = { ...s.context, ...result.contextPatch };
     if (human?.feedback != null) s.human_feedback = human.feedback;
     s.status = 'running';
-    const now = new Date().toISOString();
+    const now = isoNow();
     const events: NewWorkflowEvent[] = [];
     if (human) {
       events.push({
@@ -511,7 +512,7 @@ export class WorkflowRun {
   private async finish(status: 'completed' | 'failed' | 'cancelled', events: NewWorkflowEvent[], error: string | null): Promise<void> {
     this.snap.status = status;
     this.snap.error = error;
-    const at = new Date().toISOString();
+    const at = isoNow();
     const type = status === 'completed' ? 'WorkflowExecutionCompleted' : status === 'failed' ? 'WorkflowExecutionFailed' : 'WorkflowExecutionCancelled';
     events.push({
       type,

@@ -11,6 +11,7 @@ import type { Db, Queryable } from '../../storage/db.ts';
 import { rowLost, type RowFence } from '../../storage/row-lease.ts';
 import { insertWorkflowEvents, type NewWorkflowEvent } from './events.ts';
 import { isTerminalStatus, type WorkflowExecutionRow } from './repo.ts';
+import { isoNow } from '../../util/iso-now.ts';
 
 /** The mutable part of a run, written with every step (the actor holds it in memory); the blackboard as the keys the
  * step changed when it only added or replaced keys (StepWrite.blackboardPatch), else whole. */
@@ -500,7 +501,7 @@ export class StepWriter {
       this.stats.transactions++;
       for (const p of batch) this.stats.steps += p.parts.length;
     }
-    const at = new Date().toISOString();
+    const at = isoNow();
     for (const p of batch) {
       const applied = updated?.has(p.w.fence.key) === true;
       p.applied = applied;
