@@ -34,7 +34,8 @@ function watch(): { spans: Map<string, number>; children: { n: number }; stop: (
     spans.set(name, (spans.get(name) ?? 0) + 1);
     return startSpan.call(this, name, ...rest);
   };
-  const proto = Object.getPrototypeOf(pino({ level: 'silent' })) as { child: (...a: unknown[]) => unknown };
+  // pino() makes each logger from Object.create(its shared prototype): child() is on that prototype.
+  const proto = Object.getPrototypeOf(Object.getPrototypeOf(pino({ level: 'silent' }))) as { child: (...a: unknown[]) => unknown };
   const child = proto.child;
   proto.child = function (this: unknown, ...a: unknown[]) {
     children.n++;

@@ -7,6 +7,7 @@ import type { Logger } from '../../logging/logger.ts';
 import type { Db } from '../../storage/db.ts';
 import type { ClusterService } from '../../cluster/service.ts';
 import { installAuth } from './auth-hook.ts';
+import { lazyRequestLogger } from './lazy-request-logger.ts';
 import { registerClusterRoutes } from './cluster-routes.ts';
 import { installErrorHandling } from './errors.ts';
 import { installInputGuard } from './input-guard.ts';
@@ -126,6 +127,8 @@ export async function buildHttpApp(deps: HttpDeps): Promise<FastifyInstance> {
     // Our own onResponse hook logs each request (below). Through the log controller: the top-level
     // disableRequestLogging option prints FastifyDeprecation FSTDEP023 on every start (issue 15).
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log is made when a request first writes a line, not for every request (lazy-request-logger.ts).
+    childLoggerFactory: (logger, bindings, options) => lazyRequestLogger(logger as Logger, bindings, options) as FastifyBaseLogger,
     return503OnClosing: true,
     bodyLimit: 8 * 1024 * 1024,
     // Route schemas (request-schemas.ts) check types; they never convert them (a JSON 5 is not the string "5", and
