@@ -130,6 +130,9 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   int n = 0;
   opts[0] = '\0';
   if (bool_prop(env, argv[1], "allowOther")) n += snprintf(opts + n, sizeof opts - n, "%sallow_other", n ? "," : "");
+  // A read-only mount (the FSAL's access mode): the kernel refuses every change with EROFS itself, at open(O_WRONLY)
+  // and before any request reaches the daemon, as on any `ro` filesystem.
+  if (bool_prop(env, argv[1], "readOnly")) n += snprintf(opts + n, sizeof opts - n, "%sro", n ? "," : "");
   if (safe_opt(fsname)) n += snprintf(opts + n, sizeof opts - n, "%sfsname=%s", n ? "," : "", fsname);
   if (safe_opt(subtype)) n += snprintf(opts + n, sizeof opts - n, "%ssubtype=%s", n ? "," : "", subtype);
   free(fsname);

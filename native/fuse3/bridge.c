@@ -11,6 +11,7 @@
 const char *OP_NAMES[OP_COUNT] = {
     "getattr", "readdir", "open",    "create", "read",  "write", "truncate", "ftruncate", "flush",
     "fsync",   "release", "unlink",  "rename", "mkdir", "rmdir", "chmod",    "chown",     "utimens",
+    "statfs",
 };
 
 void mount_unref(mount_t *m) {
@@ -151,6 +152,26 @@ static napi_value reply_cb(napi_env env, napi_callback_info info) {
       r->keep_cache = keep ? 1 : 0;
       break;
     }
+    case OP_STATFS: {
+      // Sizes in fragments of `frsize` bytes (df multiplies blocks by it); what is not given stays 0.
+      napi_valuetype ty = napi_undefined;
+      if (res != 0) break;
+      if (argc < 2 || napi_typeof(env, argv[1], &ty) != napi_ok || ty != napi_object) {
+        res = -EIO;
+        break;
+      }
+      struct statvfs *sv = r->sv;
+      sv->f_bsize = (unsigned long)num_prop(env, argv[1], "bsize", 4096);
+      sv->f_frsize = (unsigned long)num_prop(env, argv[1], "frsize", (double)sv->f_bsize);
+      sv->f_blocks = (fsblkcnt_t)num_prop(env, argv[1], "blocks", 0);
+      sv->f_bfree = (fsblkcnt_t)num_prop(env, argv[1], "bfree", 0);
+      sv->f_bavail = (fsblkcnt_t)num_prop(env, argv[1], "bavail", 0);
+      sv->f_files = (fsfilcnt_t)num_prop(env, argv[1], "files", 0);
+      sv->f_ffree = (fsfilcnt_t)num_prop(env, argv[1], "ffree", 0);
+      sv->f_favail = (fsfilcnt_t)num_prop(env, argv[1], "favail", (double)sv->f_ffree);
+      sv->f_namemax = (unsigned long)num_prop(env, argv[1], "namemax", 255);
+      break;
+    }
     case OP_READ:
     case OP_WRITE:
       // The byte count alone (or a negative errno); never more than asked.
@@ -272,6 +293,7 @@ void call_js(napi_env env, napi_value js_cb, void *context, void *data) {
     case OP_READDIR:
     case OP_UNLINK:
     case OP_RMDIR:
+    case OP_STATFS:
       argv[argc++] = mk_str(env, path);
       break;
     case OP_OPEN:

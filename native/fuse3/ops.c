@@ -61,6 +61,12 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
   return dispatch(&r);
 }
 
+static int op_statfs(const char *path, struct statvfs *sv) {
+  req_t r = {.op = OP_STATFS, .path = path, .sv = sv};
+  memset(sv, 0, sizeof *sv);
+  return dispatch(&r);
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off, struct fuse_file_info *fi,
                       enum fuse_readdir_flags flags) {
   req_t r = {.op = OP_READDIR, .path = path, .dirbuf = buf, .filler = filler};
@@ -190,4 +196,5 @@ void fill_operations(mount_t *m) {
   if (m->handlers[OP_CHMOD]) m->ops.chmod = op_chmod;
   if (m->handlers[OP_CHOWN]) m->ops.chown = op_chown;
   if (m->handlers[OP_UTIMENS]) m->ops.utimens = op_utimens;
+  if (m->handlers[OP_STATFS]) m->ops.statfs = op_statfs;
 }

@@ -26,6 +26,7 @@
 #include <semaphore.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 enum {
   OP_GETATTR,
@@ -46,6 +47,7 @@ enum {
   OP_CHMOD,
   OP_CHOWN,
   OP_UTIMENS,
+  OP_STATFS,
   OP_COUNT,
   /** Not a kernel operation: the loop ended (the mount is gone); tells JavaScript. */
   OP_EXIT = 100,
@@ -99,6 +101,8 @@ typedef struct req_s {
   int datasync;
   double atime_ms, mtime_ms;
   struct stat *st;
+  /** OP_STATFS: the answer. */
+  struct statvfs *sv;
   void *dirbuf;
   fuse_fill_dir_t filler;
   /** Answers. */

@@ -40,6 +40,7 @@ import type {
   WriteRequest,
   WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
+import type { StatFsRequest, StatFsResponse } from '../gen/orch/fsal/v1/fsal_stream.js';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import type { FileInfo, Volume } from '../volumes/types.ts';
@@ -134,6 +135,19 @@ export class FsalService {
   }
 
   // ---------------------------------------------------------------- operations
+
+  /**
+   * FsalStreamService.StatFs (an orch extension): the volume's quota and usage and whether the caller's access is
+   * read-only, for a mount's statfs (df) and its mount mode. Authorized as every call (the 1 s access cache, so no
+   * query while it is warm: usage is that of the authorization, at most accessCacheMs old). It reads no file, so no
+   * filesystem policy applies and no StorageEvent is recorded.
+   */
+  async statFs(caller: FsalCaller, req: StatFsRequest): Promise<StatFsResponse> {
+    if (!UUID.test(req.execution_id)) throw fsalError('invalid', 'execution_id must be a UUID');
+    if (!UUID.test(req.volume_id)) throw fsalError('invalid', 'volume_id must be a UUID');
+    const a = await this.access(caller, req.execution_id, req.volume_id);
+    return { size_limit_bytes: a.volume.size_limit_bytes, used_bytes: a.volume.used_bytes, read_only: a.mode === 'read-only' };
+  }
 
   lookup(caller: FsalCaller, req: LookupRequest): Promise<LookupResponse> {
     return this.run(caller, 'lookup', req, 'meta', undefined, async (a, rel) => {

@@ -117,6 +117,7 @@ export const UNDECODABLE = Symbol('undecodable');
  * rather than ending the whole call INTERNAL inside grpc-js (as decodingSafely does for unary calls).
  */
 export const FSAL_STREAM_DEFINITION: typeof FsalStreamServiceService = {
+  statFs: FsalStreamServiceService.statFs,
   writeStream: {
     ...FsalStreamServiceService.writeStream,
     // A Buffer is a request encoded already (writeRequestInPlace).

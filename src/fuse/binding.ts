@@ -9,7 +9,7 @@ import { Errors, OrchError } from '../errors/catalog.ts';
 import type { FuseBindingName, FuseClass } from './fuse-types.ts';
 import { loadFuse3 } from './fuse3.ts';
 
-export type { FuseBindingName, FuseClass, FuseInstance, FuseOperations, FuseOptions, FuseStats } from './fuse-types.ts';
+export type { FuseBindingName, FuseClass, FuseInstance, FuseOperations, FuseOptions, FuseStatfs, FuseStats } from './fuse-types.ts';
 
 /**
  * libfuse 2.9 (@cocalc/fuse-native) only: mount options the binding has no field for. big_writes and max_write let
@@ -36,7 +36,9 @@ function loadFuseNative(): FuseClass {
   class OrchFuse extends Base {
     _fuseOptions(): string {
       const base = (Base.prototype as unknown as { _fuseOptions(this: unknown): string })._fuseOptions.call(this);
-      return base ? `${base},${EXTRA_OPTIONS.join(',')}` : `-o${EXTRA_OPTIONS.join(',')}`;
+      // A read-only mount (FuseOptions.readOnly): `ro`, so the kernel refuses every change with EROFS at once.
+      const extra = (this as unknown as { opts?: { readOnly?: boolean } }).opts?.readOnly ? [...EXTRA_OPTIONS, 'ro'] : EXTRA_OPTIONS;
+      return base ? `${base},${extra.join(',')}` : `-o${extra.join(',')}`;
     }
   }
   return OrchFuse as unknown as FuseClass;

@@ -14,6 +14,7 @@ import {
   type WriteRequest,
   type WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
+import type { StatFsResponse } from '../gen/orch/fsal/v1/fsal_stream.js';
 import { FLOW_CONTROL_WINDOW } from '../gateway/grpc/server-options.ts';
 import { FSAL_DEFINITION as FsalServiceService, FSAL_STREAM_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../fsal/wire.ts';
 
@@ -226,6 +227,19 @@ export class FsalRemote {
   /** The Write of `room[at, at + length)` at `offset` of `path`, encoded in place (the room before `at` is used). */
   writeEncoded(path: string, offset: number, room: Buffer, at: number, length: number): Buffer {
     return writeRequestInPlace({ ...this.ids(path), offset }, room, at, length);
+  }
+
+  /**
+   * The volume's quota, usage and whether this mount's access is read-only (FsalStreamService.StatFs); undefined
+   * from a node that does not serve it (UNIMPLEMENTED).
+   */
+  async statFs(): Promise<StatFsResponse | undefined> {
+    try {
+      return await this.call(FSAL_STREAM_DEFINITION.statFs, { execution_id: this.target.execution_id, volume_id: this.target.volume_id });
+    } catch (err) {
+      if (err instanceof FsalCallError && err.code === status.UNIMPLEMENTED) return undefined;
+      throw err;
+    }
   }
 
   create(path: string, mode: number, exclusive: boolean): Promise<CreateResponse> {

@@ -19,6 +19,21 @@ export interface FuseStats {
   ctime: Date;
 }
 
+/** statfs's answer: sizes in fragments of `frsize` bytes (df multiplies by it). */
+export interface FuseStatfs {
+  bsize: number;
+  frsize: number;
+  blocks: number;
+  bfree: number;
+  bavail: number;
+  files: number;
+  ffree: number;
+  favail: number;
+  fsid: number;
+  flag: number;
+  namemax: number;
+}
+
 type Cb = (err: number) => void;
 
 /**
@@ -50,6 +65,7 @@ export interface FuseOperations {
    * UTIME_NOW as now and UTIME_OMIT as NaN.
    */
   utimens?: (path: string, atime: number, mtime: number, cb: Cb) => void;
+  statfs?: (path: string, cb: (err: number, stats?: FuseStatfs) => void) => void;
 }
 
 export interface FuseOptions {
@@ -71,6 +87,8 @@ export interface FuseOptions {
    * path (a tool through the VolumeService) would keep its old size in the mount until the kernel forgets the inode.
    */
   writebackCache?: boolean;
+  /** Mounts read-only (`ro`): the kernel refuses every change with EROFS at once, opens for writing included. */
+  readOnly?: boolean;
   /** libfuse 3 only: the largest kernel write and read request, bytes (1 MiB, the most libfuse takes). */
   maxWrite?: number;
   /** libfuse 3 only: a callback threw (the kernel was answered EIO). */

@@ -64,6 +64,7 @@ export function loadFuse3(): { Fuse: FuseClass; libfuseVersion: string } {
             fsname: o.fsname,
             subtype: o.subtype,
             allowOther: o.allowOther ?? false,
+            readOnly: o.readOnly ?? false,
             attrTimeout: o.attrTimeout ?? 1,
             entryTimeout: o.entryTimeout ?? 1,
             negativeTimeout: o.negativeTimeout ?? 1,

@@ -85,9 +85,14 @@ export class MountManager {
         throw new OrchError(Errors.CONFLICT, `volume ${target.volume_id} is mounted for execution ${existing.target.execution_id}`);
       }
       const remote = new FsalRemote(this.opts.fsal, target);
-      // Ask the FSAL first, so a refusal (not this tenant's execution, no grant, ended) fails the Mount itself.
+      // Ask the FSAL first, so a refusal (not this tenant's execution, no grant, ended) fails the Mount itself; and
+      // whether the access is read-only, so the kernel mount is `ro` (EROFS at open, as any read-only filesystem:
+      // write-behind would otherwise take `echo y >> ro/file`'s write and only its close, whose error shells ignore,
+      // would hear the refusal).
+      let readOnly = false;
       try {
-        await remote.getAttr('/');
+        const [, fs] = await Promise.all([remote.getAttr('/'), remote.statFs()]);
+        readOnly = fs?.read_only ?? false;
       } catch (err) {
         remote.close();
         throw preflightError(err, target);
@@ -96,10 +101,11 @@ export class MountManager {
       await this.prepareMountpoint(mountPath);
       // The operations invalidate kernel caches through the mount they serve, which exists only once they do.
       let fuse: FuseInstance | undefined;
-      const ops = fsalOperations(remote, this.log, { ...this.opts.operations, invalidate: (p) => fuse?.invalidate?.(p) ?? Promise.resolve(0) });
+      const ops = fsalOperations(remote, this.log, { ...this.opts.operations, readOnly, invalidate: (p) => fuse?.invalidate?.(p) ?? Promise.resolve(0) });
       fuse = new Fuse(mountPath, ops, {
         force: true,
         allowOther: true,
+        readOnly,
         fsname: `orch-fsal:${target.volume_id}`,
         subtype: 'orch',
         attrTimeout: 1,
@@ -120,7 +126,7 @@ export class MountManager {
       this.mounts.set(target.volume_id, { target, mountPath, fuse, remote });
       if (binding.name === 'libfuse3') await this.widenReadahead(mountPath);
       // Which binding serves it (libfuse3, or the fuse-native fallback and why): the speed differs, the checks do not.
-      this.log.info({ ...target, mountPath, binding: binding.name, ...(binding.why ? { binding_fallback: binding.why } : {}) }, 'volume mounted');
+      this.log.info({ ...target, mountPath, read_only: readOnly, binding: binding.name, ...(binding.why ? { binding_fallback: binding.why } : {}) }, 'volume mounted');
       return mountPath;
     });
   }

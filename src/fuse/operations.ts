@@ -9,11 +9,13 @@
 //   directory it is checked the same way and changes nothing (a directory's mtime is its last entry change).
 // - chmod and chown succeed only to the mode or owner a file already shows (owners are squashed), else EPERM.
 // - truncate is made of Create (which truncates to zero), Read and Write.
-// Not provided, so the kernel answers ENOSYS: symlinks, hard links, xattrs. statfs: libfuse answers it (no sizes).
+// - statfs (df) answers the volume's quota as the size and quota minus used as free, in 4 KiB blocks (statfsOf).
+// Not provided, so the kernel answers ENOSYS: symlinks, hard links, xattrs.
+import { constants as fsConstants } from 'node:fs';
 import { constants as os } from 'node:os';
 import type { FileAttributes } from '../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../logging/logger.ts';
-import type { FuseOperations, FuseStats } from './binding.ts';
+import type { FuseOperations, FuseStatfs, FuseStats } from './binding.ts';
 import { status } from '@grpc/grpc-js';
 import { errnoFor, FsalCallError, type FsalRemote, type FsalWriteStream } from './fsal-client.ts';
 
@@ -71,6 +73,11 @@ export interface FsalOperationsOptions {
    * open anyway; this drops the kernel's size too, which would otherwise stand for up to attr_timeout.
    */
   invalidate?: (path: string) => Promise<number>;
+  /**
+   * The mount is read-only (the FSAL's access mode, src/fuse/mounts.ts; the kernel mount is `ro` too): an open for
+   * writing is refused EROFS here as well, should a binding not pass `ro` on.
+   */
+  readOnly?: boolean;
   /** Sees every kernel read and write request (its length) as the binding delivers it: tests count them. */
   observe?: (op: 'read' | 'write', len: number) => void;
 }
@@ -268,6 +275,22 @@ class WriteBehind {
 
 function neg(errno: string): number {
   return -(os.errno[errno as keyof typeof os.errno] ?? os.errno.EIO);
+}
+
+/** open(2)'s access mode bits (O_ACCMODE: O_RDONLY, O_WRONLY or O_RDWR). */
+const ACCESS_MODE = 3;
+/** The block size statfs answers in: what the mount's files show as st_blksize (toStats). */
+const STATFS_BLOCK = 4096;
+
+/**
+ * statfs's answer for a volume of `limit` bytes of which `used` are taken: the quota is the size, what is left of it
+ * free and available (a write past it is ENOSPC), in whole blocks (free rounded down, so `df` never promises a byte
+ * the quota refuses). The FSAL counts no files, so the file counts are 0 (as many network filesystems answer).
+ */
+export function statfsOf(limit: number, used: number): FuseStatfs {
+  const blocks = Math.ceil(limit / STATFS_BLOCK);
+  const free = Math.max(0, Math.floor((limit - used) / STATFS_BLOCK));
+  return { bsize: STATFS_BLOCK, frsize: STATFS_BLOCK, blocks, bfree: free, bavail: free, files: 0, ffree: 0, favail: 0, fsid: 0, flag: 0, namemax: 255 };
 }
 
 export function toStats(a: FileAttributes): FuseStats {
@@ -565,7 +588,12 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
       );
     },
 
-    open(path, _flags, cb) {
+    open(path, flags, cb) {
+      // O_WRONLY or O_RDWR on a read-only mount: refused now, not at the close after the write-behind took the data.
+      if (options.readOnly && (flags & ACCESS_MODE) !== fsConstants.O_RDONLY) {
+        cb(neg('EROFS'));
+        return;
+      }
       // The kernel looked the path up already; access is judged per Read/Write, where the FSAL sees the operation.
       // One GetAttr (the path's Writes settled first) decides whether the kernel keeps the file's pages: kept when the
       // FSAL shows the size and mtime the pages are of (`cached`), dropped otherwise — close-to-open, as NFS gives.
@@ -761,6 +789,14 @@ export function fsalOperations(remote: FsalRemote, logger: Logger, options: Fsal
           }
         },
         cb,
+      );
+    },
+
+    // One FSAL StatFs (no query while the FSAL's access cache is warm); a node without it answers zeros, as before.
+    statfs(_path, cb) {
+      remote.statFs().then(
+        (fs) => cb(0, fs ? statfsOf(fs.size_limit_bytes, fs.used_bytes) : statfsOf(0, 0)),
+        (err: unknown) => cb(neg(errnoFor(err))),
       );
     },
 

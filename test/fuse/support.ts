@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ExecutionContext } from 'ava';
 import { MountManager } from '../../src/fuse/mounts.ts';
+import type { AccessMode } from '../../src/fsal/grants.ts';
 import type { FsalOperationsOptions } from '../../src/fuse/operations.ts';
 import { silentLogger } from '../../src/logging/logger.ts';
 import { fsalFixture, TENANT, type FsalFixture } from '../fsal/support.ts';
@@ -34,8 +35,8 @@ export interface MountedVolume {
   calls(path: string): Promise<string[]>;
 }
 
-/** An execution's volume of `limit` bytes, mounted through the FUSE binding; everything is undone at teardown. */
-export async function mountedVolume(t: ExecutionContext, o: { limit?: number; operations?: FsalOperationsOptions; writeStream?: boolean } = {}): Promise<MountedVolume> {
+/** An execution's volume of `limit` bytes, granted `mode` (read-write by default), mounted through the FUSE binding; everything is undone at teardown. */
+export async function mountedVolume(t: ExecutionContext, o: { limit?: number; mode?: AccessMode; operations?: FsalOperationsOptions; writeStream?: boolean } = {}): Promise<MountedVolume> {
   const f = await fsalFixture(o.writeStream === undefined ? {} : { writeStream: o.writeStream });
   const prefix = await mkdtemp(path.join(os.tmpdir(), 'orch-fuse-'));
   const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });
@@ -52,7 +53,7 @@ export async function mountedVolume(t: ExecutionContext, o: { limit?: number; op
   });
   const exec = await f.execution();
   const vol = await f.volume(o.limit === undefined ? {} : { limit: o.limit });
-  await f.grant(exec, vol);
+  await f.grant(exec, vol, o.mode ?? 'read-write');
   const mnt = await mounts.mount({ execution_id: exec, volume_id: vol, tenant_id: TENANT });
   return {
     f,

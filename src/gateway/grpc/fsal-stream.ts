@@ -1,5 +1,5 @@
-// FsalStreamService.WriteStream (proto/orch/fsal/v1/fsal_stream.proto, an orch extension beside the seed's
-// FsalService): the Writes of one file as one bidi stream. A unary Write of 1 MiB cost grpc-js a call's set-up and
+// FsalStreamService (proto/orch/fsal/v1/fsal_stream.proto, an orch extension beside the seed's FsalService): StatFs,
+// and WriteStream, the Writes of one file as one bidi stream. A unary Write of 1 MiB cost grpc-js a call's set-up and
 // teardown and the round trip before the next could start; over one stream the next message is on its way while
 // this one is written, and its StorageEvent commits with its neighbours' (docs/BENCHMARKS.md, stop 36).
 //
@@ -8,11 +8,11 @@
 // written through one stream is always a prefix of what was sent (test/fuse/crash.test.ts), and answered in that
 // order once each one's event is committed. The first refusal (or a failed commit) ends the call with its status
 // and `fsal-errno`; no message after it is applied.
-import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall } from '@grpc/grpc-js';
 import { errnoOf } from '../../fsal/errors.ts';
 import type { FsalCaller, FsalService } from '../../fsal/service.ts';
 import { UNDECODABLE } from '../../fsal/wire.ts';
-import type { FsalStreamServiceServer } from '../../gen/orch/fsal/v1/fsal_stream.js';
+import type { FsalStreamServiceServer, StatFsRequest, StatFsResponse } from '../../gen/orch/fsal/v1/fsal_stream.js';
 import type { WriteRequest, WriteResponse } from '../../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../../logging/logger.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
@@ -25,6 +25,22 @@ type Decoded = WriteRequest | { [UNDECODABLE]: string };
 export function fsalStreamHandlers(fsal: FsalService, logger: Logger): FsalStreamServiceServer {
   const log = logger.child({ component: 'grpc-fsal-stream' });
   return {
+    // The volume's quota, usage and access mode for a mount's statfs (FsalService.statFs); refusals as a unary
+    // FsalService call's, with `fsal-errno`.
+    statFs(call: ServerUnaryCall<StatFsRequest, StatFsResponse>, callback: sendUnaryData<StatFsResponse>): void {
+      const principal = findPrincipal(call);
+      fsal.statFs(principal ? { tenantId: principal.tenantId } : {}, call.request).then(
+        (res) => callback(null, res),
+        (err: unknown) => {
+          if (isServerFault(err)) log.error({ err }, 'FSAL statfs failed');
+          const out = toGrpcError(err);
+          const errno = errnoOf(err);
+          if (errno) out.metadata?.set(FSAL_ERRNO_METADATA_KEY, errno);
+          callback(out);
+        },
+      );
+    },
+
     writeStream(call: ServerDuplexStream<WriteRequest, WriteResponse>): void {
       const principal = findPrincipal(call);
       const caller: FsalCaller = principal ? { tenantId: principal.tenantId } : {};

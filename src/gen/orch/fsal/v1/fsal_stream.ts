@@ -2,15 +2,19 @@
 // source: orch/fsal/v1/fsal_stream.proto
 
 /* eslint-disable */
+import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import {
   type CallOptions,
   type ChannelCredentials,
   Client,
   type ClientDuplexStream,
   type ClientOptions,
+  type ClientUnaryCall,
   type handleBidiStreamingCall,
+  type handleUnaryCall,
   makeGenericClientConstructor,
   type Metadata,
+  type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
 import { WriteRequest, WriteResponse } from "./fsal.js";
@@ -21,10 +25,228 @@ export const protobufFileName = "orch/fsal/v1/fsal_stream.proto";
 
 /**
  * An orch extension beside the seed's FsalService (proto/orch/fsal/v1/fsal.proto, which it leaves as it is): the
- * Writes of one file as one stream, for the FUSE daemon's write-behind of large files (docs/FSAL.md "Speed").
+ * Writes of one file as one stream, for the FUSE daemon's write-behind of large files (docs/FSAL.md "Speed"), and
+ * StatFs, what a mount answers statfs (df) with and whether it is read-only.
  * Served on the runtime gRPC port next to FsalService, behind the same bearer auth. A daemon whose node does not
  * serve it (UNIMPLEMENTED) sends the same Writes as unary FsalService.Write calls.
  */
+
+export interface StatFsRequest {
+  execution_id: string;
+  volume_id: string;
+}
+
+export interface StatFsResponse {
+  size_limit_bytes: number;
+  used_bytes: number;
+  read_only: boolean;
+}
+
+function createBaseStatFsRequest(): StatFsRequest {
+  return { execution_id: "", volume_id: "" };
+}
+
+export const StatFsRequest: MessageFns<StatFsRequest> = {
+  encode(message: StatFsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.execution_id !== "") {
+      writer.uint32(10).string(message.execution_id);
+    }
+    if (message.volume_id !== "") {
+      writer.uint32(18).string(message.volume_id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StatFsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStatFsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.execution_id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.volume_id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StatFsRequest {
+    return {
+      execution_id: isSet(object.executionId)
+        ? globalThis.String(object.executionId)
+        : isSet(object.execution_id)
+        ? globalThis.String(object.execution_id)
+        : "",
+      volume_id: isSet(object.volumeId)
+        ? globalThis.String(object.volumeId)
+        : isSet(object.volume_id)
+        ? globalThis.String(object.volume_id)
+        : "",
+    };
+  },
+
+  toJSON(message: StatFsRequest): unknown {
+    const obj: any = {};
+    if (message.execution_id !== "") {
+      obj.executionId = message.execution_id;
+    }
+    if (message.volume_id !== "") {
+      obj.volumeId = message.volume_id;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StatFsRequest>, I>>(base?: I): StatFsRequest {
+    return StatFsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StatFsRequest>, I>>(object: I): StatFsRequest {
+    const message = createBaseStatFsRequest();
+    message.execution_id = object.execution_id ?? "";
+    message.volume_id = object.volume_id ?? "";
+    return message;
+  },
+};
+
+function createBaseStatFsResponse(): StatFsResponse {
+  return { size_limit_bytes: 0, used_bytes: 0, read_only: false };
+}
+
+export const StatFsResponse: MessageFns<StatFsResponse> = {
+  encode(message: StatFsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.size_limit_bytes !== 0) {
+      writer.uint32(8).uint64(message.size_limit_bytes);
+    }
+    if (message.used_bytes !== 0) {
+      writer.uint32(16).uint64(message.used_bytes);
+    }
+    if (message.read_only !== false) {
+      writer.uint32(24).bool(message.read_only);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): StatFsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseStatFsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.size_limit_bytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.used_bytes = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.read_only = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): StatFsResponse {
+    return {
+      size_limit_bytes: isSet(object.sizeLimitBytes)
+        ? globalThis.Number(object.sizeLimitBytes)
+        : isSet(object.size_limit_bytes)
+        ? globalThis.Number(object.size_limit_bytes)
+        : 0,
+      used_bytes: isSet(object.usedBytes)
+        ? globalThis.Number(object.usedBytes)
+        : isSet(object.used_bytes)
+        ? globalThis.Number(object.used_bytes)
+        : 0,
+      read_only: isSet(object.readOnly)
+        ? globalThis.Boolean(object.readOnly)
+        : isSet(object.read_only)
+        ? globalThis.Boolean(object.read_only)
+        : false,
+    };
+  },
+
+  toJSON(message: StatFsResponse): unknown {
+    const obj: any = {};
+    if (message.size_limit_bytes !== 0) {
+      obj.sizeLimitBytes = Math.round(message.size_limit_bytes);
+    }
+    if (message.used_bytes !== 0) {
+      obj.usedBytes = Math.round(message.used_bytes);
+    }
+    if (message.read_only !== false) {
+      obj.readOnly = message.read_only;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<StatFsResponse>, I>>(base?: I): StatFsResponse {
+    return StatFsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<StatFsResponse>, I>>(object: I): StatFsResponse {
+    const message = createBaseStatFsResponse();
+    message.size_limit_bytes = object.size_limit_bytes ?? 0;
+    message.used_bytes = object.used_bytes ?? 0;
+    message.read_only = object.read_only ?? false;
+    return message;
+  },
+};
 
 export type FsalStreamServiceService = typeof FsalStreamServiceService;
 export const FsalStreamServiceService = {
@@ -43,6 +265,21 @@ export const FsalStreamServiceService = {
     responseSerialize: (value: WriteResponse): Buffer => Buffer.from(WriteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): WriteResponse => WriteResponse.decode(value),
   },
+  /**
+   * The volume as a filesystem for the calling execution: its quota, what of it is used, and whether the execution's
+   * access is read-only. Authorized as every FsalService call (execution, volume, ownership or grant; refusals carry
+   * `fsal-errno`); it touches no file, so no filesystem policy applies and no StorageEvent is recorded. The figures are
+   * those of the authorization, reused for the FSAL's access cache time (1 s), so a statfs costs no query.
+   */
+  statFs: {
+    path: "/orch.fsal.v1.FsalStreamService/StatFs" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: StatFsRequest): Buffer => Buffer.from(StatFsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): StatFsRequest => StatFsRequest.decode(value),
+    responseSerialize: (value: StatFsResponse): Buffer => Buffer.from(StatFsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): StatFsResponse => StatFsResponse.decode(value),
+  },
 } as const;
 
 export interface FsalStreamServiceServer extends UntypedServiceImplementation {
@@ -53,6 +290,13 @@ export interface FsalStreamServiceServer extends UntypedServiceImplementation {
    * `fsal-errno`); the requests after it are not applied and not answered.
    */
   writeStream: handleBidiStreamingCall<WriteRequest, WriteResponse>;
+  /**
+   * The volume as a filesystem for the calling execution: its quota, what of it is used, and whether the execution's
+   * access is read-only. Authorized as every FsalService call (execution, volume, ownership or grant; refusals carry
+   * `fsal-errno`); it touches no file, so no filesystem policy applies and no StorageEvent is recorded. The figures are
+   * those of the authorization, reused for the FSAL's access cache time (1 s), so a statfs costs no query.
+   */
+  statFs: handleUnaryCall<StatFsRequest, StatFsResponse>;
 }
 
 export interface FsalStreamServiceClient extends Client {
@@ -65,6 +309,27 @@ export interface FsalStreamServiceClient extends Client {
   writeStream(): ClientDuplexStream<WriteRequest, WriteResponse>;
   writeStream(options: Partial<CallOptions>): ClientDuplexStream<WriteRequest, WriteResponse>;
   writeStream(metadata: Metadata, options?: Partial<CallOptions>): ClientDuplexStream<WriteRequest, WriteResponse>;
+  /**
+   * The volume as a filesystem for the calling execution: its quota, what of it is used, and whether the execution's
+   * access is read-only. Authorized as every FsalService call (execution, volume, ownership or grant; refusals carry
+   * `fsal-errno`); it touches no file, so no filesystem policy applies and no StorageEvent is recorded. The figures are
+   * those of the authorization, reused for the FSAL's access cache time (1 s), so a statfs costs no query.
+   */
+  statFs(
+    request: StatFsRequest,
+    callback: (error: ServiceError | null, response: StatFsResponse) => void,
+  ): ClientUnaryCall;
+  statFs(
+    request: StatFsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: StatFsResponse) => void,
+  ): ClientUnaryCall;
+  statFs(
+    request: StatFsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: StatFsResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const FsalStreamServiceClient = makeGenericClientConstructor(
@@ -75,3 +340,40 @@ export const FsalStreamServiceClient = makeGenericClientConstructor(
   service: typeof FsalStreamServiceService;
   serviceName: string;
 };
+
+type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
+
+export type DeepPartial<T> = T extends Builtin ? T
+  : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>>
+  : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>>
+  : T extends { $case: string; value: unknown } ? { $case: T["$case"]; value?: DeepPartial<T["value"]> }
+  : T extends {} ? { [K in keyof T]?: DeepPartial<T[K]> }
+  : Partial<T>;
+
+type KeysOfUnion<T> = T extends T ? keyof T : never;
+export type Exact<P, I extends P> = P extends Builtin ? P
+  : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
+
+function isSet(value: any): boolean {
+  return value !== null && value !== undefined;
+}
+
+export interface MessageFns<T> {
+  encode(message: T, writer?: BinaryWriter): BinaryWriter;
+  decode(input: BinaryReader | Uint8Array, length?: number): T;
+  fromJSON(object: any): T;
+  toJSON(message: T): unknown;
+  create<I extends Exact<DeepPartial<T>, I>>(base?: I): T;
+  fromPartial<I extends Exact<DeepPartial<T>, I>>(object: I): T;
+}
