@@ -1,7 +1,8 @@
 // orch's libfuse 3 binding (issue 21): a kernel FUSE mount whose operations are JavaScript callbacks, with what
 // libfuse 2.9 (@cocalc/fuse-native) cannot give: 1 MiB kernel requests (max_write, max_pages), a per-open keep_cache
 // decided by JavaScript (so a file the mount just wrote is read back from the page cache, and one changed elsewhere is
-// dropped at its next open), the kernel's writeback cache when asked for, and fuse_invalidate_path.
+// dropped at its next open), the kernel's writeback cache when asked for, and fuse_invalidate_path. Also statfs
+// (answered by JavaScript: the volume's quota) and read-only mounts (`ro`).
 //
 // libfuse 3's high-level (path-based) API: src/fuse/operations.ts keeps its path-based callbacks unchanged.
 // Threads: fuse_loop_mt runs in native threads; each request is handed to the JavaScript thread through one
