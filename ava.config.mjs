@@ -35,11 +35,15 @@ const LONG_POLES = [
 // input-bounds bounds the in-process node's /health latency (1 s) while it refuses a 1.4 MB manifest: 1,438 ms at four
 // lanes and load ~13 (stop 35), under 200 ms alone.
 // grep-redos bounds an fs.grep at 1 s, a worker thread's start included: 1,709 ms at four lanes and load ~20 (stop 35).
+// fuse/write-read-cache counts the sizes of the kernel's read requests and the bytes it reads back, which the
+// kernel's read-ahead and page cache decide: under load its largest read was 128 KiB once (stop 36, load 4-6) and it
+// re-read pages three times (stop 34, four lanes); ~6-14 s alone.
 const QUIET = [
   'test/gateway/fuzz.test.ts',
   'test/gateway/ws-backpressure.test.ts',
   'test/gateway/input-bounds.test.ts',
   'test/tools/grep-redos.test.ts',
+  'test/fuse/write-read-cache.test.ts',
 ];
 const PASS = process.env.ORCH_TEST_PASS;
 // `npm test`'s passes run the test files compiled ahead to .test-build/ (scripts/build-tests.mjs: no tsx loader in
