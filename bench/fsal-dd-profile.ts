@@ -53,7 +53,7 @@ f.fsal.write = ((c, r) => {
   fsalWrites += 1;
   return origWrite(c, r);
 }) as typeof f.fsal.write;
-// Streamed Writes (FsalStreamService, where the build has it) are counted too.
+// Streamed Writes (FsalExtensionService, where the build has it) are counted too.
 const streamed = (f.fsal as unknown as { writeInOrder?: (...a: unknown[]) => unknown }).writeInOrder?.bind(f.fsal);
 if (streamed) (f.fsal as unknown as { writeInOrder: (...a: unknown[]) => unknown }).writeInOrder = (...a: unknown[]) => {
   fsalWrites += 1;

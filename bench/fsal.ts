@@ -21,7 +21,7 @@ import { median } from './stats.ts';
 
 export interface FsalFigures {
   grpcWriteMBps: number;
-  /** FsalStreamService.WriteStream (an orch extension), 1 MiB messages, up to 8 unanswered as the FUSE daemon's. */
+  /** FsalExtensionService.WriteStream (an orch extension), 1 MiB messages, up to 8 unanswered as the FUSE daemon's. */
   grpcStreamWriteMBps?: number;
   grpcReadMBps: number;
   grpcSmallFilesPerSec: number;
@@ -227,7 +227,7 @@ export async function reportFsal(runs: number, print: (line: string) => void): P
   for (let i = 0; i < runs; i++) all.push(await benchFsal(i));
   const line = (name: string, key: keyof FsalFigures, unit: string): void => {
     const xs = all.map((x) => x[key]).filter((x): x is number => typeof x === 'number');
-    if (xs.length === 0) return print(`${name.padEnd(60)} (not measured: no FUSE binding, or no FsalStreamService in this build)`);
+    if (xs.length === 0) return print(`${name.padEnd(60)} (not measured: no FUSE binding, or no FsalExtensionService in this build)`);
     print(`${name.padEnd(60)} median ${median(xs).toFixed(1).padStart(8)} ${unit}   runs: ${xs.map((x) => x.toFixed(1)).join(', ')}`);
   };
   line(`FSAL gRPC sequential write, 1 MiB calls (${FILE_MB} MiB)`, 'grpcWriteMBps', 'MB/s');

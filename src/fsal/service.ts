@@ -40,7 +40,7 @@ import type {
   WriteRequest,
   WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
-import type { StatFsRequest, StatFsResponse } from '../gen/orch/fsal/v1/fsal_stream.js';
+import type { StatFsRequest, StatFsResponse } from '../gen/orch/fsal/v1/fsal_extension.js';
 import type { Logger } from '../logging/logger.ts';
 import type { Db } from '../storage/db.ts';
 import type { FileInfo, Volume } from '../volumes/types.ts';
@@ -137,7 +137,7 @@ export class FsalService {
   // ---------------------------------------------------------------- operations
 
   /**
-   * FsalStreamService.StatFs (an orch extension): the volume's quota and usage and whether the caller's access is
+   * FsalExtensionService.StatFs (an orch extension): the volume's quota and usage and whether the caller's access is
    * read-only, for a mount's statfs (df) and its mount mode. Authorized as every call (the 1 s access cache, so no
    * query while it is warm: usage is that of the authorization, at most accessCacheMs old). It reads no file, so no
    * filesystem policy applies and no StorageEvent is recorded.
@@ -188,7 +188,7 @@ export class FsalService {
   /**
    * A Write whose `applied` is called as soon as it has been done on disk or refused, before its StorageEvent is
    * committed (the answer still waits for that commit): a stream of Writes applies the next one while this one's event
-   * commits, in order, and those events share commits (FsalStreamService.WriteStream, src/gateway/grpc/fsal-stream.ts).
+   * commits, in order, and those events share commits (FsalExtensionService.WriteStream, src/gateway/grpc/fsal-extension.ts).
    */
   writeInOrder(caller: FsalCaller, req: WriteRequest, applied: (ok: boolean) => void): Promise<WriteResponse> {
     return this.writeWith(caller, req, applied);

@@ -6,7 +6,7 @@
 // docs/BENCHMARKS.md "FSAL ... (stop 28)"). The wire bytes are the same; only the allocation differs.
 import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import { FsalServiceService, ReadResponse, WriteRequest } from '../gen/orch/fsal/v1/fsal.js';
-import { FsalStreamServiceService } from '../gen/orch/fsal/v1/fsal_stream.js';
+import { FsalExtensionServiceService } from '../gen/orch/fsal/v1/fsal_extension.js';
 
 /** The BinaryWriter fields the sized path sets (JavaScript properties; private only in its .d.ts). */
 interface WriterInternals {
@@ -108,18 +108,18 @@ function encodeWriteRequest(m: WriteRequest): Buffer {
   return encodeSized(WriteRequest, m, m.data.length + overhead(m.execution_id, m.volume_id, m.path));
 }
 
-/** Marks a streamed request the decoder refused (FSAL_STREAM_DEFINITION): its handler answers INVALID_ARGUMENT. */
+/** Marks a streamed request the decoder refused (FSAL_EXTENSION_DEFINITION): its handler answers INVALID_ARGUMENT. */
 export const UNDECODABLE = Symbol('undecodable');
 
 /**
- * FsalStreamService (an orch extension, proto/orch/fsal/v1/fsal_stream.proto) with the Write request's sized encoder
+ * FsalExtensionService (an orch extension, proto/orch/fsal/v1/fsal_extension.proto) with the Write request's sized encoder
  * and viewing decoder. A request the decoder refuses (an offset past 2^53) becomes `{ [UNDECODABLE]: reason }`
  * rather than ending the whole call INTERNAL inside grpc-js (as decodingSafely does for unary calls).
  */
-export const FSAL_STREAM_DEFINITION: typeof FsalStreamServiceService = {
-  statFs: FsalStreamServiceService.statFs,
+export const FSAL_EXTENSION_DEFINITION: typeof FsalExtensionServiceService = {
+  statFs: FsalExtensionServiceService.statFs,
   writeStream: {
-    ...FsalStreamServiceService.writeStream,
+    ...FsalExtensionServiceService.writeStream,
     // A Buffer is a request encoded already (writeRequestInPlace).
     requestSerialize: (m: WriteRequest | Buffer): Buffer => (Buffer.isBuffer(m) ? m : encodeWriteRequest(m)),
     requestDeserialize: (bytes: Buffer): WriteRequest => {

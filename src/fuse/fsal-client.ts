@@ -14,9 +14,9 @@ import {
   type WriteRequest,
   type WriteResponse,
 } from '../gen/orch/fsal/v1/fsal.js';
-import type { StatFsResponse } from '../gen/orch/fsal/v1/fsal_stream.js';
+import type { StatFsResponse } from '../gen/orch/fsal/v1/fsal_extension.js';
 import { FLOW_CONTROL_WINDOW } from '../gateway/grpc/server-options.ts';
-import { FSAL_DEFINITION as FsalServiceService, FSAL_STREAM_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../fsal/wire.ts';
+import { FSAL_DEFINITION as FsalServiceService, FSAL_EXTENSION_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../fsal/wire.ts';
 
 export interface FsalTarget {
   execution_id: string;
@@ -72,7 +72,7 @@ function callError(err: ServiceError): FsalCallError {
 }
 
 /**
- * The Writes of one path over one FsalStreamService.WriteStream call (an orch extension beside FsalService): each
+ * The Writes of one path over one FsalExtensionService.WriteStream call (an orch extension beside FsalService): each
  * write() is sent at once and settles with its own answer, in order. The service applies them one after the other
  * and ends the call at the first refusal, so that refusal rejects the Write it belongs to and every Write sent after
  * it (which the service did not apply). A Write unanswered for the connection's timeout cancels the call
@@ -142,7 +142,7 @@ export class FsalWriteStream {
 export class FsalRemote {
   private readonly client: Client;
   private readonly timeoutMs: number;
-  /** False once the node answered FsalStreamService UNIMPLEMENTED (an older node): Writes go as unary calls. */
+  /** False once the node answered FsalExtensionService UNIMPLEMENTED (an older node): Writes go as unary calls. */
   streams = true;
 
   constructor(
@@ -208,7 +208,7 @@ export class FsalRemote {
 
   /** A stream for the Writes of `path` (FsalWriteStream), sent in order over one call. */
   writeStream(): FsalWriteStream {
-    const m = FSAL_STREAM_DEFINITION.writeStream;
+    const m = FSAL_EXTENSION_DEFINITION.writeStream;
     // Its serializer also takes a request encoded already (a Buffer, writeRequestInPlace).
     const serialize = m.requestSerialize as (value: WriteRequest | Buffer) => Buffer;
     return new FsalWriteStream(this.client.makeBidiStreamRequest(m.path, serialize, m.responseDeserialize, this.metadata, {}), this.timeoutMs);
@@ -230,12 +230,12 @@ export class FsalRemote {
   }
 
   /**
-   * The volume's quota, usage and whether this mount's access is read-only (FsalStreamService.StatFs); undefined
+   * The volume's quota, usage and whether this mount's access is read-only (FsalExtensionService.StatFs); undefined
    * from a node that does not serve it (UNIMPLEMENTED).
    */
   async statFs(): Promise<StatFsResponse | undefined> {
     try {
-      return await this.call(FSAL_STREAM_DEFINITION.statFs, { execution_id: this.target.execution_id, volume_id: this.target.volume_id });
+      return await this.call(FSAL_EXTENSION_DEFINITION.statFs, { execution_id: this.target.execution_id, volume_id: this.target.volume_id });
     } catch (err) {
       if (err instanceof FsalCallError && err.code === status.UNIMPLEMENTED) return undefined;
       throw err;

@@ -220,7 +220,7 @@ class WriteBehind {
     this.raw = undefined;
     this.len = 0;
     this.queued += data.length;
-    // A large file's Writes go over one stream (FsalStreamService.WriteStream, an orch extension): each is sent while
+    // A large file's Writes go over one stream (FsalExtensionService.WriteStream, an orch extension): each is sent while
     // the one before is applied, and still whole or refused, in order. A small file's single Write goes as a unary
     // FsalService Write (a stream would cost it a call of its own and more).
     const done = this.filled && this.remote.streams ? this.streamed(at, data, raw) : (this.unaryTail = this.chain.then(() => this.unary(at, data)));

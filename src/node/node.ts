@@ -58,7 +58,7 @@ import { startStatsSampler } from '../stats/sampler.ts';
 import { contextFromManifest } from '../tools/policy.ts';
 import { sealHandlers, SEAL_EXEMPT_METHODS } from '../gateway/grpc/seal-handlers.ts';
 import { fsalHandlers } from '../gateway/grpc/fsal-handlers.ts';
-import { fsalStreamHandlers } from '../gateway/grpc/fsal-stream.ts';
+import { fsalExtensionHandlers } from '../gateway/grpc/fsal-extension.ts';
 import { FsalService } from '../fsal/service.ts';
 import { createStimulusService } from '../stimuli/wiring.ts';
 import { stimulusHandlers } from '../gateway/grpc/stimulus-handlers.ts';
@@ -421,7 +421,7 @@ export async function startNode(config: NodeConfig, logger: Logger, first?: Firs
         },
         // FsalService: the FUSE daemon's backend (docs/FSAL.md).
         fsal: fsalHandlers(fsal, log),
-        fsalStream: fsalStreamHandlers(fsal, log),
+        fsalExtension: fsalExtensionHandlers(fsal, log),
       }),
       config.http.bind,
       config.grpc.port,

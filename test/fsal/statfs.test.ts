@@ -1,4 +1,4 @@
-// FsalStreamService.StatFs (an orch extension beside FsalService): a volume's quota, usage and the caller's access
+// FsalExtensionService.StatFs (an orch extension beside FsalService): a volume's quota, usage and the caller's access
 // mode, for a mount's statfs and its `ro` mount, through the real runtime gRPC server with bearer auth and the FUSE
 // daemon's own client (FsalRemote). Authorized as every FSAL call; no StorageEvent (it touches no file).
 import test from 'ava';
@@ -35,7 +35,7 @@ test('StatFs answers the quota, the usage and the access mode; refuses an execut
   t.is(ev.rows.length, 0);
 });
 
-test('a node without FsalStreamService: StatFs is undefined (the mount answers zeros, read-write, as before)', async (t) => {
+test('a node without FsalExtensionService: StatFs is undefined (the mount answers zeros, read-write, as before)', async (t) => {
   const f = await fsalFixture({ writeStream: false });
   t.teardown(() => f.close());
   const token = await f.idp.sign({ sub: 'svc-fuse', preferred_username: 'service-account-fuse-daemon' });

@@ -14,7 +14,7 @@ import { MemoryBus } from '../../src/bus/memory.ts';
 import { grantVolume, type AccessMode } from '../../src/fsal/grants.ts';
 import { FsalService } from '../../src/fsal/service.ts';
 import { fsalHandlers } from '../../src/gateway/grpc/fsal-handlers.ts';
-import { fsalStreamHandlers } from '../../src/gateway/grpc/fsal-stream.ts';
+import { fsalExtensionHandlers } from '../../src/gateway/grpc/fsal-extension.ts';
 import { FLOW_CONTROL_WINDOW } from '../../src/gateway/grpc/server-options.ts';
 import { createRuntimeServer } from '../../src/gateway/grpc/runtime-server.ts';
 import { startGrpcServer, type RunningGrpcServer } from '../../src/gateway/grpc/start.ts';
@@ -81,7 +81,7 @@ export interface FsalFixture {
   close(): Promise<void>;
 }
 
-/** `writeStream: false` leaves FsalStreamService out (UNIMPLEMENTED), as an older node serves it. */
+/** `writeStream: false` leaves FsalExtensionService out (UNIMPLEMENTED), as an older node serves it. */
 export async function fsalFixture(o: { writeStream?: boolean } = {}): Promise<FsalFixture> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'orch-fsal-'));
   const tdb: TestDatabase = await createTestDatabase({ migrated: true });
@@ -91,7 +91,7 @@ export async function fsalFixture(o: { writeStream?: boolean } = {}): Promise<Fs
   const fsal = new FsalService({ db, volumes, bus, logger: silentLogger(), squash: SQUASH });
   const idp = await makeTestIdp();
   const authenticator = createJwtAuthenticator({ jwks: idp.jwks, issuer: idp.issuer, audience: idp.audience });
-  const server = createRuntimeServer({ fsal: fsalHandlers(fsal, silentLogger()), ...(o.writeStream === false ? {} : { fsalStream: fsalStreamHandlers(fsal, silentLogger()) }), auth: { enabled: true, authenticator }, logger: silentLogger() });
+  const server = createRuntimeServer({ fsal: fsalHandlers(fsal, silentLogger()), ...(o.writeStream === false ? {} : { fsalExtension: fsalExtensionHandlers(fsal, silentLogger()) }), auth: { enabled: true, authenticator }, logger: silentLogger() });
   const running: RunningGrpcServer = await startGrpcServer(server, '127.0.0.1', 0);
   const address = `127.0.0.1:${running.port}`;
   const client = new FsalServiceClient(address, credentials.createInsecure(), {

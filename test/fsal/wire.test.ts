@@ -3,7 +3,7 @@
 import test from 'ava';
 import { randomBytes } from 'node:crypto';
 import { FsalServiceService, ReadResponse, WriteRequest } from '../../src/gen/orch/fsal/v1/fsal.js';
-import { encodeSized, FSAL_DEFINITION, FSAL_STREAM_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../../src/fsal/wire.ts';
+import { encodeSized, FSAL_DEFINITION, FSAL_EXTENSION_DEFINITION, writeHeaderRoom, writeRequestInPlace } from '../../src/fsal/wire.ts';
 
 const write: WriteRequest = {
   execution_id: '6f1c1f8e-4a53-4a0e-9d36-8f5f8a1b2c3d',
@@ -74,7 +74,7 @@ test('a Write request encoded in place before its data (the FUSE write-behind): 
     const inPlace = writeRequestInPlace(m, raw, room, m.data.length);
     t.true(inPlace.equals(Buffer.from(WriteRequest.encode(m).finish())));
     t.is(inPlace.buffer, raw.buffer, 'no copy: a view of the write-behind buffer');
-    t.true(FSAL_STREAM_DEFINITION.writeStream.requestSerialize(inPlace as unknown as WriteRequest).equals(inPlace), 'the stream serializer sends it as it is');
+    t.true(FSAL_EXTENSION_DEFINITION.writeStream.requestSerialize(inPlace as unknown as WriteRequest).equals(inPlace), 'the stream serializer sends it as it is');
   }
   t.throws(() => writeRequestInPlace(write, Buffer.alloc(10 + write.data.length), 10, write.data.length), { message: /does not fit/ });
 });

@@ -1,4 +1,4 @@
-// FsalStreamService.WriteStream (an orch extension beside FsalService): a file's Writes over one stream, through the
+// FsalExtensionService.WriteStream (an orch extension beside FsalService): a file's Writes over one stream, through the
 // real runtime gRPC server with bearer auth, PostgreSQL and the FUSE daemon's own client (FsalRemote). Each message
 // is the FsalService Write it would be as a unary call — applied in the order sent, answered in that order, with a
 // StorageEvent each — and the first refusal ends the call: nothing sent after it is applied.

@@ -1,4 +1,4 @@
-// The FUSE write-behind sends a large file's Writes over one FsalStreamService.WriteStream (an orch extension beside
+// The FUSE write-behind sends a large file's Writes over one FsalExtensionService.WriteStream (an orch extension beside
 // FsalService): `dd` through the kernel, the real runtime gRPC server, PostgreSQL. The Writes still land in order,
 // whole or refused, the quota exact; a node that does not serve the stream (UNIMPLEMENTED) gets the same Writes as
 // unary FsalService calls.
@@ -53,7 +53,7 @@ test('a quota refusal mid-stream reaches dd (ENOSPC); exactly the blocks that fi
   t.is((await f.volumes.quota(TENANT, vol)).used_bytes, disk.length);
 });
 
-test('a node without FsalStreamService (UNIMPLEMENTED): the same dd lands through unary Writes, in order', async (t) => {
+test('a node without FsalExtensionService (UNIMPLEMENTED): the same dd lands through unary Writes, in order', async (t) => {
   const { f, vol, mnt } = await mountedVolume(t, { limit: 64 * MIB, writeStream: false });
   const seen = countWrites(f.fsal);
   const dd = await sh(`dd if=/dev/zero bs=1M count=8 2>/dev/null | tr '\\0' 'x' > ${mnt}/big.bin && stat -c %s ${mnt}/big.bin`);

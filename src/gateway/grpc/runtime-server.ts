@@ -1,11 +1,11 @@
-// The runtime gRPC server (port 50051): OrchRuntime, FsalService and orch's FsalStreamService on one grpc.Server, both behind the
+// The runtime gRPC server (port 50051): OrchRuntime, FsalService and orch's FsalExtensionService on one grpc.Server, both behind the
 // grpc_auth gate. Every method answers UNIMPLEMENTED until an issue supplies its handler through `handlers` or
 // `fsal`; a supplied handler may be async and throw OrchError (mapped by toGrpcError).
 import { Server, type ServerOptions } from '@grpc/grpc-js';
 import { newGrpcServer } from './server-options.ts';
 import { FsalServiceService, type FsalServiceServer } from '../../gen/orch/fsal/v1/fsal.js';
-import { FSAL_DEFINITION, FSAL_STREAM_DEFINITION } from '../../fsal/wire.ts';
-import type { FsalStreamServiceServer } from '../../gen/orch/fsal/v1/fsal_stream.js';
+import { FSAL_DEFINITION, FSAL_EXTENSION_DEFINITION } from '../../fsal/wire.ts';
+import type { FsalExtensionServiceServer } from '../../gen/orch/fsal/v1/fsal_extension.js';
 import { OrchRuntimeService, type OrchRuntimeServer } from '../../gen/orch/runtime/v1/runtime.js';
 import type { Logger } from '../../logging/logger.ts';
 import { withAuth, type GrpcAuthOptions } from './auth.ts';
@@ -17,8 +17,8 @@ export interface RuntimeServerOptions {
   handlers?: Partial<OrchRuntimeServer>;
   /** FsalService handlers that exist; the rest answer UNIMPLEMENTED. */
   fsal?: Partial<FsalServiceServer>;
-  /** FsalStreamService (an orch extension beside FsalService: streamed Writes) handlers; else UNIMPLEMENTED. */
-  fsalStream?: Partial<FsalStreamServiceServer>;
+  /** FsalExtensionService (an orch extension beside FsalService: streamed Writes) handlers; else UNIMPLEMENTED. */
+  fsalExtension?: Partial<FsalExtensionServiceServer>;
   auth: GrpcAuthOptions;
   logger: Logger;
 }
@@ -33,9 +33,9 @@ export function addRuntimeServices(server: Server, options: RuntimeServerOptions
   const fsal = withOverrides(unimplementedService<FsalServiceServer>(FsalServiceService), options.fsal);
   server.addService(decodingSafely(FSAL_DEFINITION), withAuth(FSAL_DEFINITION, fsal, options.auth, fsalLog));
 
-  const streamLog = options.logger.child({ component: 'grpc', service: 'orch.fsal.v1.FsalStreamService' });
-  const stream = withOverrides(unimplementedService<FsalStreamServiceServer>(FSAL_STREAM_DEFINITION), options.fsalStream);
-  server.addService(FSAL_STREAM_DEFINITION, withAuth(FSAL_STREAM_DEFINITION, stream, options.auth, streamLog));
+  const streamLog = options.logger.child({ component: 'grpc', service: 'orch.fsal.v1.FsalExtensionService' });
+  const stream = withOverrides(unimplementedService<FsalExtensionServiceServer>(FSAL_EXTENSION_DEFINITION), options.fsalExtension);
+  server.addService(FSAL_EXTENSION_DEFINITION, withAuth(FSAL_EXTENSION_DEFINITION, stream, options.auth, streamLog));
 }
 
 /** A new server with OrchRuntime and FsalService; bind it with startGrpcServer. */

@@ -1,4 +1,4 @@
-// FsalStreamService (proto/orch/fsal/v1/fsal_stream.proto, an orch extension beside the seed's FsalService): StatFs,
+// FsalExtensionService (proto/orch/fsal/v1/fsal_extension.proto, an orch extension beside the seed's FsalService): StatFs,
 // and WriteStream, the Writes of one file as one bidi stream. A unary Write of 1 MiB cost grpc-js a call's set-up and
 // teardown and the round trip before the next could start; over one stream the next message is on its way while
 // this one is written, and its StorageEvent commits with its neighbours' (docs/BENCHMARKS.md, stop 36).
@@ -12,7 +12,7 @@ import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall } from '@grpc/g
 import { errnoOf } from '../../fsal/errors.ts';
 import type { FsalCaller, FsalService } from '../../fsal/service.ts';
 import { UNDECODABLE } from '../../fsal/wire.ts';
-import type { FsalStreamServiceServer, StatFsRequest, StatFsResponse } from '../../gen/orch/fsal/v1/fsal_stream.js';
+import type { FsalExtensionServiceServer, StatFsRequest, StatFsResponse } from '../../gen/orch/fsal/v1/fsal_extension.js';
 import type { WriteRequest, WriteResponse } from '../../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../../logging/logger.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
@@ -22,8 +22,8 @@ import { FSAL_ERRNO_METADATA_KEY } from './fsal-handlers.ts';
 
 type Decoded = WriteRequest | { [UNDECODABLE]: string };
 
-export function fsalStreamHandlers(fsal: FsalService, logger: Logger): FsalStreamServiceServer {
-  const log = logger.child({ component: 'grpc-fsal-stream' });
+export function fsalExtensionHandlers(fsal: FsalService, logger: Logger): FsalExtensionServiceServer {
+  const log = logger.child({ component: 'grpc-fsal-extension' });
   return {
     // The volume's quota, usage and access mode for a mount's statfs (FsalService.statFs); refusals as a unary
     // FsalService call's, with `fsal-errno`.
