@@ -9,16 +9,14 @@
 // order once each one's event is committed. The first refusal (or a failed commit) ends the call with its status
 // and `fsal-errno`; no message after it is applied.
 import type { sendUnaryData, ServerDuplexStream, ServerUnaryCall } from '@grpc/grpc-js';
-import { errnoOf } from '../../fsal/errors.ts';
 import type { FsalCaller, FsalService } from '../../fsal/service.ts';
 import { UNDECODABLE } from '../../fsal/wire.ts';
 import type { FsalExtensionServiceServer, StatFsRequest, StatFsResponse } from '../../gen/orch/fsal/v1/fsal_extension.js';
 import type { WriteRequest, WriteResponse } from '../../gen/orch/fsal/v1/fsal.js';
 import type { Logger } from '../../logging/logger.ts';
 import { Errors, OrchError } from '../../errors/catalog.ts';
-import { findPrincipal } from './auth.ts';
-import { isServerFault, toGrpcError } from './errors.ts';
-import { FSAL_ERRNO_METADATA_KEY } from './fsal-handlers.ts';
+import { isServerFault } from './errors.ts';
+import { fsalCallerOf, fsalGrpcError } from './fsal-handlers.ts';
 
 type Decoded = WriteRequest | { [UNDECODABLE]: string };
 
@@ -28,22 +26,17 @@ export function fsalExtensionHandlers(fsal: FsalService, logger: Logger): FsalEx
     // The volume's quota, usage and access mode for a mount's statfs (FsalService.statFs); refusals as a unary
     // FsalService call's, with `fsal-errno`.
     statFs(call: ServerUnaryCall<StatFsRequest, StatFsResponse>, callback: sendUnaryData<StatFsResponse>): void {
-      const principal = findPrincipal(call);
-      fsal.statFs(principal ? { tenantId: principal.tenantId } : {}, call.request).then(
+      fsal.statFs(fsalCallerOf(call), call.request).then(
         (res) => callback(null, res),
         (err: unknown) => {
           if (isServerFault(err)) log.error({ err }, 'FSAL statfs failed');
-          const out = toGrpcError(err);
-          const errno = errnoOf(err);
-          if (errno) out.metadata?.set(FSAL_ERRNO_METADATA_KEY, errno);
-          callback(out);
+          callback(fsalGrpcError(err));
         },
       );
     },
 
     writeStream(call: ServerDuplexStream<WriteRequest, WriteResponse>): void {
-      const principal = findPrincipal(call);
-      const caller: FsalCaller = principal ? { tenantId: principal.tenantId } : {};
+      const caller: FsalCaller = fsalCallerOf(call);
       // `applying`: the previous message done on disk or refused; `answering`: its answer sent.
       let applying: Promise<boolean> = Promise.resolve(true);
       let answering: Promise<void> = Promise.resolve();
@@ -52,10 +45,7 @@ export function fsalExtensionHandlers(fsal: FsalService, logger: Logger): FsalEx
         if (ended) return;
         ended = true;
         if (isServerFault(err)) log.error({ err }, 'FSAL write stream failed');
-        const out = toGrpcError(err);
-        const errno = errnoOf(err);
-        if (errno) out.metadata?.set(FSAL_ERRNO_METADATA_KEY, errno);
-        call.emit('error', out);
+        call.emit('error', fsalGrpcError(err));
       };
       call.on('data', (msg: Decoded) => {
         if (ended) return;

@@ -2,7 +2,7 @@
 // request and the caller's tenant to the FsalService capability (src/fsal/service.ts), which does the ownership,
 // policy, access-mode, quota and StorageEvent work. Refusals are catalogue errors mapped by toGrpcError, plus the
 // POSIX errno they stand for in trailing metadata `fsal-errno` (the FUSE daemon answers the kernel with it).
-import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
+import type { ServerErrorResponse, ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { FsalServiceServer } from '../../gen/orch/fsal/v1/fsal.js';
 import { errnoOf } from '../../fsal/errors.ts';
 import type { FsalCaller, FsalService } from '../../fsal/service.ts';
@@ -13,6 +13,20 @@ import { isServerFault, toGrpcError } from './errors.ts';
 /** Trailing metadata key with the errno of a refused FSAL call (ENOENT, ENOTEMPTY, ENOSPC, ...). */
 export const FSAL_ERRNO_METADATA_KEY = 'fsal-errno';
 
+/** The caller of an FSAL call: the tenant of the principal the auth gate found for it, if any. */
+export function fsalCallerOf(call: object): FsalCaller {
+  const principal = findPrincipal(call);
+  return principal ? { tenantId: principal.tenantId } : {};
+}
+
+/** A refused FSAL call as its gRPC status, with the errno it stands for in `fsal-errno`. */
+export function fsalGrpcError(err: unknown): ServerErrorResponse {
+  const out = toGrpcError(err);
+  const errno = errnoOf(err);
+  if (errno) out.metadata?.set(FSAL_ERRNO_METADATA_KEY, errno);
+  return out;
+}
+
 type Method = keyof FsalServiceServer & keyof FsalService;
 
 export function fsalHandlers(fsal: FsalService, logger: Logger): FsalServiceServer {
@@ -20,16 +34,11 @@ export function fsalHandlers(fsal: FsalService, logger: Logger): FsalServiceServ
 
   function unary<Req, Res>(name: Method, op: (caller: FsalCaller, req: Req) => Promise<Res>) {
     return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>): void => {
-      const principal = findPrincipal(call);
-      const caller: FsalCaller = principal ? { tenantId: principal.tenantId } : {};
-      op(caller, call.request).then(
+      op(fsalCallerOf(call), call.request).then(
         (res) => callback(null, res),
         (err: unknown) => {
           if (isServerFault(err)) log.error({ err, method: name }, 'FSAL call failed');
-          const out = toGrpcError(err);
-          const errno = errnoOf(err);
-          if (errno) out.metadata?.set(FSAL_ERRNO_METADATA_KEY, errno);
-          callback(out);
+          callback(fsalGrpcError(err));
         },
       );
     };
